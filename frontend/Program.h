@@ -1,0 +1,177 @@
+// The analysed program: what semantic analysis proves about a module, and the input of every
+// later stage (the dataflow IR builder, the float64 reference interpreter).
+//
+// Everything is resolved: `let` values are numbers, every statement is in index form (the
+// whole-tensor form is desugared with fresh index variables and broadcasting), every index
+// variable has an extent and the reason for it, every tensor access has its affine index
+// expressions and the result of the bounds analysis (in bounds, or guarded: its term is skipped
+// when it falls outside).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/AST.h"
+#include "frontend/Source.h"
+
+namespace texc {
+
+enum class DType : uint8_t { F32, F64, F16, BF16 };
+const char* dtypeName(DType t);
+int dtypeBytes(DType t);
+std::optional<DType> parseDType(std::string_view name);
+// The dtype a computation runs in: f64 if any operand is f64, otherwise f32 (f16/bf16 compute in
+// f32, spec 3).
+DType computeDType(DType storage);
+
+enum class Builtin : uint8_t {
+#define BUILTIN(Enum, Name, Arity) Enum,
+#include "frontend/Builtins.def"
+#undef BUILTIN
+};
+const char* builtinName(Builtin b);
+int builtinArity(Builtin b);
+std::optional<Builtin> lookupBuiltin(std::string_view name);
+
+// A closed integer interval [lo, hi].
+struct Interval {
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+// An index expression inside `T[...]`: affine in index variables, plus floor division and
+// modulo by positive constants. Mul, FloorDiv and Mod have one operand and a constant.
+struct IndexExpr {
+  enum class Kind : uint8_t { Const, Var, Add, Sub, Mul, FloorDiv, Mod };
+  Kind kind = Kind::Const;
+  int64_t constant = 0;  // Const value, or the constant factor/divisor
+  int var = -1;          // Var: index into Computation::vars
+  std::vector<IndexExpr> ops;
+  SourceRange range;
+
+  static IndexExpr makeConst(int64_t c) { IndexExpr e; e.constant = c; return e; }
+  static IndexExpr makeVar(int v) { IndexExpr e; e.kind = Kind::Var; e.var = v; return e; }
+};
+
+// Floor division and modulo as the language defines them (rounding toward -infinity).
+inline int64_t floorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+inline int64_t floorMod(int64_t a, int64_t b) { return a - floorDiv(a, b) * b; }
+
+// Evaluates `e` with index variable values `vals`.
+int64_t evalIndex(const IndexExpr& e, const std::vector<int64_t>& vals);
+
+// Where an index variable's extent came from.
+enum class RangeSource : uint8_t { Bound, Inferred, Broadcast };
+
+struct IndexVar {
+  std::string name;
+  int64_t extent = 0;
+  bool isReduction = false;
+  int reduction = -1;  // for reduction variables: the id of the Reduce node that binds it
+  RangeSource source = RangeSource::Bound;
+  SourceRange declRange;    // where it is declared (left-hand side or reduction list)
+  SourceRange sourceRange;  // the bound, or the access that gave the extent
+  std::string sourceText;   // "bound H / 2", "dimension 1 of x (f32[64, 128])"
+};
+
+// A node of the value expression of a computation.
+enum class ValueKind : uint8_t {
+  Const,       // a number (`let` names used as values are folded in)
+  IndexValue,  // an index variable used as a value (converted to the float dtype)
+  Access,      // T[indices]: a tensor element
+  Unary,       // -a, !a
+  Binary,      // a op b (arithmetic, comparison or logic)
+  Call,        // a builtin function
+  Reduce,      // sum/max/min/prod over reduction variables
+};
+
+// The result of the bounds analysis for one access.
+enum class AccessCheck : uint8_t {
+  InBounds,  // proven in bounds: no guard
+  Guarded,   // may fall outside: the term of `ownerReduce` is skipped when it does
+};
+
+struct Value {
+  ValueKind kind = ValueKind::Const;
+  SourceRange range;
+  bool isBool = false;
+
+  double constant = 0;  // Const
+  int var = -1;         // IndexValue
+
+  // Access
+  int tensor = -1;
+  std::vector<IndexExpr> indices;
+  std::vector<Interval> indexRanges;  // the range of each index over the variables' boxes
+  AccessCheck check = AccessCheck::InBounds;
+  int ownerReduce = -1;  // innermost enclosing Reduce id, -1 outside reductions
+
+  UnaryOp unaryOp = UnaryOp::Neg;    // Unary
+  BinaryOp binaryOp = BinaryOp::Add; // Binary
+  Builtin builtin = Builtin::Exp;    // Call
+
+  // Reduce
+  ReduceKind reduceKind = ReduceKind::Sum;
+  int reduceId = -1;            // unique within the computation
+  std::vector<int> reduceVars;  // indices into Computation::vars
+
+  std::vector<Value> args;  // operands, arguments; Reduce: args[0] is the body
+};
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  bool isInput = false;
+  bool isOutput = false;
+  int computation = -1;  // index into Program::computations, -1 for inputs
+  SourceRange defRange;  // the name in its defining statement
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+// One statement in index form: tensor[lhsVars...] = body.
+struct Computation {
+  int tensor = -1;
+  std::vector<IndexVar> vars;  // left-hand variables first (in order), then reduction variables
+  int numLhsVars = 0;
+  Value body;
+  int numReduces = 0;
+  bool wholeTensorForm = false;
+  SourceRange range;
+};
+
+struct LetInfo {
+  std::string name;
+  int64_t value = 0;
+  bool isLiteral = false;  // may be overridden with -D
+  bool overridden = false;
+  SourceRange range;
+};
+
+struct Program {
+  std::vector<LetInfo> lets;
+  std::vector<TensorInfo> tensors;          // inputs and live computed tensors, in program order
+  std::vector<Computation> computations;    // live computations, in program order
+  std::vector<int> inputs;                  // tensor ids, in declaration order
+  std::vector<int> outputs;                 // tensor ids, in declaration order
+
+  int findTensor(std::string_view name) const;
+};
+
+// Walks every Value node in `v`, parents before children.
+template <typename F>
+void forEachValue(const Value& v, F&& f) {
+  f(v);
+  for (const Value& a : v.args) forEachValue(a, f);
+}
+
+}  // namespace texc
