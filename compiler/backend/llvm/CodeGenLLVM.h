@@ -1,0 +1,33 @@
+// CodeGenLLVM: loop IR -> LLVM IR, one function per kernel.
+//
+// Each kernel becomes `void texc_<kernel>(ptr %buffers, i64 %lo, i64 %hi)`, a thin entry that
+// loads the buffer pointers and calls `texc_<kernel>.body`, whose buffer parameters are
+// `noalias`, 64-byte aligned and dereferenceable, so LLVM has no aliasing doubts. Loops have
+// constant trip counts (the parallel outermost loop runs [lo, hi)); reductions combine with
+// reassociation allowed, so the loop vectorizer may widen them. Elementwise functions use the
+// vectorizable approximations of VectorMath at -O1 and above, and libm at -O0.
+#pragma once
+
+#include <memory>
+
+#include "compiler/loops/LoopIR.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace texc {
+
+struct CodeGenOptions {
+  int optLevel = 3;             // 0 calls libm for transcendental functions
+  bool preferWideVectors = true;  // ask for 512-bit vectors where the CPU has AVX-512
+};
+
+// The symbol name of a kernel's entry function.
+std::string kernelSymbol(const loops::Kernel& kernel);
+
+std::unique_ptr<llvm::Module> generateLLVM(const loops::LoopProgram& program, llvm::LLVMContext& context,
+                                           const CodeGenOptions& options);
+
+}  // namespace texc

@@ -1,0 +1,36 @@
+#include "compiler/driver/OutputFile.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "compiler/driver/Frontend.h"
+
+namespace texc {
+
+void writeFileAtomic(const std::string& path, const std::string& bytes) {
+  std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << bytes;
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw CommandError{kExitRuntime, fmt::format("cannot write '{}'", path)};
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw CommandError{kExitRuntime, fmt::format("cannot write '{}'", path)};
+  }
+}
+
+void emitOutput(const std::string& path, const std::string& bytes) {
+  if (path.empty() || path == "-") std::cout << bytes;
+  else writeFileAtomic(path, bytes);
+}
+
+}  // namespace texc

@@ -1,0 +1,190 @@
+// printLoopProgram: the loop IR as indented text (`texc compile --emit loops`).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "compiler/loops/LoopIR.h"
+
+namespace texc::loops {
+
+namespace {
+
+struct Printer {
+  const LoopProgram& p;
+  const Kernel& k;
+  std::string out;
+
+  std::string index(const IndexExpr& ix) const {
+    switch (ix.kind) {
+      case IndexExpr::Kind::Const: return std::to_string(ix.constant);
+      case IndexExpr::Kind::Var: return k.varNames[ix.var];
+      case IndexExpr::Kind::Add: return fmt::format("({} + {})", index(ix.ops[0]), index(ix.ops[1]));
+      case IndexExpr::Kind::Sub: return fmt::format("({} - {})", index(ix.ops[0]), index(ix.ops[1]));
+      case IndexExpr::Kind::Mul: return fmt::format("{} * {}", ix.constant, index(ix.ops[0]));
+      case IndexExpr::Kind::FloorDiv: return fmt::format("({} / {})", index(ix.ops[0]), ix.constant);
+      case IndexExpr::Kind::Mod: return fmt::format("({} % {})", index(ix.ops[0]), ix.constant);
+    }
+    return "?";
+  }
+
+  std::string access(int buffer, const std::vector<IndexExpr>& idx) const {
+    std::string s = p.buffers[buffer].name;
+    if (idx.empty()) return s;
+    s += "[";
+    for (size_t i = 0; i < idx.size(); ++i) s += (i ? ", " : "") + index(idx[i]);
+    return s + "]";
+  }
+
+  std::string expr(const Expr& e) const {
+    switch (e.kind) {
+      case ExprKind::Const:
+        if (std::isinf(e.constant)) return e.constant > 0 ? "inf" : "-inf";
+        return fmt::format("{}", e.constant);
+      case ExprKind::VarValue: return fmt::format("float({})", k.varNames[e.var]);
+      case ExprKind::Load: return access(e.buffer, e.index);
+      case ExprKind::AccRead: return fmt::format("acc{}", e.acc);
+      case ExprKind::Unary: return fmt::format("({}{})", spelling(e.unaryOp), expr(e.args[0]));
+      case ExprKind::Binary: return fmt::format("({} {} {})", expr(e.args[0]), spelling(e.binaryOp), expr(e.args[1]));
+      case ExprKind::Call: {
+        std::string s = std::string(builtinName(e.builtin)) + "(";
+        for (size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + expr(e.args[i]);
+        return s + ")";
+      }
+    }
+    return "?";
+  }
+
+  static const char* identity(ReduceKind r) {
+    switch (r) {
+      case ReduceKind::Sum: return "0";
+      case ReduceKind::Prod: return "1";
+      case ReduceKind::Max: return "-inf";
+      case ReduceKind::Min: return "inf";
+    }
+    return "?";
+  }
+
+  void stmt(const Stmt& s, int depth) {
+    std::string pad(2 * depth, ' ');
+    switch (s.kind) {
+      case StmtKind::Loop:
+        out += fmt::format("{}for {} < {}{}{}\n", pad, k.varNames[s.var], s.extent, s.parallel ? " parallel" : "",
+                           s.vectorize ? " vector" : "");
+        for (const Stmt& b : s.body) stmt(b, depth + 1);
+        break;
+      case StmtKind::Store: out += fmt::format("{}{} = {}\n", pad, access(s.buffer, s.index), expr(s.value)); break;
+      case StmtKind::AccInit: out += fmt::format("{}acc{} = {}  # {}\n", pad, s.acc, identity(s.reduce), spelling(s.reduce)); break;
+      case StmtKind::AccUpdate:
+        if (s.reduce == ReduceKind::Sum) out += fmt::format("{}acc{} += {}\n", pad, s.acc, expr(s.value));
+        else if (s.reduce == ReduceKind::Prod) out += fmt::format("{}acc{} *= {}\n", pad, s.acc, expr(s.value));
+        else out += fmt::format("{}acc{} = {}(acc{}, {})\n", pad, s.acc, spelling(s.reduce), s.acc, expr(s.value));
+        break;
+      case StmtKind::Guard: {
+        std::string conds;
+        for (size_t i = 0; i < s.conds.size(); ++i)
+          conds += fmt::format("{}0 <= {} < {}", i ? " && " : "", index(s.conds[i].index), s.conds[i].extent);
+        out += fmt::format("{}if {}  # otherwise the term is skipped\n", pad, conds);
+        for (const Stmt& b : s.body) stmt(b, depth + 1);
+        break;
+      }
+    }
+  }
+};
+
+const char* kindName(BufferKind k) { return k == BufferKind::Input ? "input" : k == BufferKind::Output ? "output" : "temp"; }
+
+}  // namespace
+
+std::string printLoopProgram(const LoopProgram& p) {
+  std::string out;
+  for (const Buffer& b : p.buffers) {
+    std::string shape;
+    for (size_t i = 0; i < b.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(b.shape[i]);
+    out += fmt::format("buffer {} : {}[{}] {}\n", b.name, dtypeName(b.dtype), shape, kindName(b.kind));
+  }
+  for (const Kernel& k : p.kernels) {
+    Printer pr{p, k, {}};
+    for (const Stmt& s : k.body) pr.stmt(s, 1);
+    out += fmt::format("\nkernel {} ({}{})\n{}", k.name, dtypeName(k.computeType),
+                       k.parallelExtent > 0 ? fmt::format(", parallel over {}", k.parallelExtent) : "", pr.out);
+  }
+  return out;
+}
+
+namespace {
+
+struct Verifier {
+  const LoopProgram& p;
+  const Kernel& k;
+  std::vector<std::string>& problems;
+  std::vector<bool> bound;
+
+  void fail(const std::string& what) { problems.push_back(fmt::format("kernel {}: {}", k.name, what)); }
+
+  void index(const IndexExpr& ix) {
+    if (ix.kind == IndexExpr::Kind::Var) {
+      if (ix.var < 0 || ix.var >= static_cast<int>(bound.size())) fail(fmt::format("index uses unknown variable {}", ix.var));
+      else if (!bound[ix.var]) fail(fmt::format("variable {} used outside its loop", k.varNames[ix.var]));
+    }
+    if ((ix.kind == IndexExpr::Kind::FloorDiv || ix.kind == IndexExpr::Kind::Mod) && ix.constant <= 0)
+      fail("floor division or modulo by a non-positive constant");
+    for (const IndexExpr& o : ix.ops) index(o);
+  }
+
+  void access(int buffer, const std::vector<IndexExpr>& idx) {
+    if (buffer < 0 || buffer >= static_cast<int>(p.buffers.size())) return fail(fmt::format("unknown buffer {}", buffer));
+    if (idx.size() != p.buffers[buffer].shape.size())
+      fail(fmt::format("buffer {} has rank {} but is indexed with {}", p.buffers[buffer].name, p.buffers[buffer].shape.size(), idx.size()));
+    for (const IndexExpr& ix : idx) index(ix);
+  }
+
+  void expr(const Expr& e) {
+    if (e.kind == ExprKind::Load) access(e.buffer, e.index);
+    if (e.kind == ExprKind::VarValue && (e.var < 0 || e.var >= static_cast<int>(bound.size()) || !bound[e.var]))
+      fail("variable value used outside its loop");
+    if (e.kind == ExprKind::AccRead && (e.acc < 0 || e.acc >= k.numAccs)) fail(fmt::format("unknown accumulator {}", e.acc));
+    for (const Expr& a : e.args) expr(a);
+  }
+
+  void stmt(const Stmt& s) {
+    switch (s.kind) {
+      case StmtKind::Loop:
+        if (s.var < 0 || s.var >= static_cast<int>(bound.size())) return fail("loop over an unknown variable");
+        if (bound[s.var]) fail(fmt::format("variable {} bound twice", k.varNames[s.var]));
+        if (s.extent <= 0) fail(fmt::format("loop {} has extent {}", k.varNames[s.var], s.extent));
+        bound[s.var] = true;
+        for (const Stmt& b : s.body) stmt(b);
+        bound[s.var] = false;
+        break;
+      case StmtKind::Store:
+        access(s.buffer, s.index);
+        if (s.buffer >= 0 && s.buffer < static_cast<int>(p.buffers.size()) && p.buffers[s.buffer].kind == BufferKind::Input)
+          fail(fmt::format("store to input buffer {}", p.buffers[s.buffer].name));
+        expr(s.value);
+        break;
+      case StmtKind::AccInit:
+      case StmtKind::AccUpdate:
+        if (s.acc < 0 || s.acc >= k.numAccs) fail(fmt::format("unknown accumulator {}", s.acc));
+        if (s.kind == StmtKind::AccUpdate) expr(s.value);
+        break;
+      case StmtKind::Guard:
+        if (s.conds.empty()) fail("guard without conditions");
+        for (const GuardCond& c : s.conds) index(c.index);
+        for (const Stmt& b : s.body) stmt(b);
+        break;
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> verifyLoopProgram(const LoopProgram& p) {
+  std::vector<std::string> problems;
+  for (const Kernel& k : p.kernels) {
+    Verifier v{p, k, problems, std::vector<bool>(k.varNames.size(), false)};
+    for (const Stmt& s : k.body) v.stmt(s);
+  }
+  return problems;
+}
+
+}  // namespace texc::loops

@@ -1,0 +1,165 @@
+#include "compiler/loops/LowerToLoops.h"
+
+#include <fmt/format.h>
+
+namespace texc::loops {
+
+namespace {
+
+class Lowering {
+ public:
+  Lowering(const Program& p, const Computation& c, Kernel& k) : p_(p), c_(c), k_(k) {}
+
+  void run() {
+    for (const IndexVar& v : c_.vars) k_.varNames.push_back(v.name);
+    const TensorInfo& t = p_.tensors[c_.tensor];
+    k_.computeType = computeDType(t.dtype);
+    k_.outputBuffer = c_.tensor;
+
+    // The store at the innermost point of the left-hand nest.
+    std::vector<Stmt> inner;
+    Stmt store;
+    store.kind = StmtKind::Store;
+    store.buffer = c_.tensor;
+    for (int v = 0; v < c_.numLhsVars; ++v) store.index.push_back(IndexExpr::makeVar(v));
+    store.value = lower(c_.body, inner);
+    inner.push_back(std::move(store));
+
+    // Wrap in loops, innermost first. Extents of 1 still get a loop: trip counts are known
+    // constants, so LLVM folds them away.
+    for (int v = c_.numLhsVars - 1; v >= 0; --v) {
+      Stmt loop;
+      loop.kind = StmtKind::Loop;
+      loop.var = v;
+      loop.extent = c_.vars[v].extent;
+      loop.vectorize = v == c_.numLhsVars - 1;
+      loop.parallel = v == 0;
+      loop.body = std::move(inner);
+      inner.clear();
+      inner.push_back(std::move(loop));
+    }
+    if (c_.numLhsVars > 0) k_.parallelExtent = c_.vars[0].extent;
+    k_.body = std::move(inner);
+  }
+
+ private:
+  // Lowers a value; statements that must run first (reductions) are appended to `pre`.
+  Expr lower(const Value& v, std::vector<Stmt>& pre) {
+    Expr e;
+    e.isBool = v.isBool;
+    switch (v.kind) {
+      case ValueKind::Const:
+        e.kind = ExprKind::Const;
+        e.constant = v.constant;
+        return e;
+      case ValueKind::IndexValue:
+        e.kind = ExprKind::VarValue;
+        e.var = v.var;
+        return e;
+      case ValueKind::Access:
+        e.kind = ExprKind::Load;
+        e.buffer = v.tensor;
+        e.index = v.indices;
+        return e;
+      case ValueKind::Unary:
+        e.kind = ExprKind::Unary;
+        e.unaryOp = v.unaryOp;
+        break;
+      case ValueKind::Binary:
+        e.kind = ExprKind::Binary;
+        e.binaryOp = v.binaryOp;
+        break;
+      case ValueKind::Call:
+        e.kind = ExprKind::Call;
+        e.builtin = v.builtin;
+        break;
+      case ValueKind::Reduce: return lowerReduce(v, pre);
+    }
+    for (const Value& a : v.args) e.args.push_back(lower(a, pre));
+    return e;
+  }
+
+  Expr lowerReduce(const Value& v, std::vector<Stmt>& pre) {
+    int acc = k_.numAccs++;
+    Stmt init;
+    init.kind = StmtKind::AccInit;
+    init.acc = acc;
+    init.reduce = v.reduceKind;
+    pre.push_back(std::move(init));
+
+    std::vector<Stmt> term;
+    Stmt update;
+    update.kind = StmtKind::AccUpdate;
+    update.acc = acc;
+    update.reduce = v.reduceKind;
+    update.value = lower(v.args[0], term);
+    term.push_back(std::move(update));
+
+    std::vector<GuardCond> conds;
+    collectGuards(v.args[0], v.reduceId, conds);
+    if (!conds.empty()) {
+      Stmt guard;
+      guard.kind = StmtKind::Guard;
+      guard.conds = std::move(conds);
+      guard.body = std::move(term);
+      term.clear();
+      term.push_back(std::move(guard));
+    }
+    for (size_t i = v.reduceVars.size(); i-- > 0;) {
+      Stmt loop;
+      loop.kind = StmtKind::Loop;
+      loop.var = v.reduceVars[i];
+      loop.extent = c_.vars[loop.var].extent;
+      loop.body = std::move(term);
+      term.clear();
+      term.push_back(std::move(loop));
+    }
+    for (Stmt& s : term) pre.push_back(std::move(s));
+
+    Expr read;
+    read.kind = ExprKind::AccRead;
+    read.acc = acc;
+    return read;
+  }
+
+  // The guarded accesses of reduction `reduceId` (not those of nested reductions): one condition
+  // per index that the bounds analysis could not prove inside its dimension.
+  void collectGuards(const Value& v, int reduceId, std::vector<GuardCond>& conds) {
+    if (v.kind == ValueKind::Access && v.check == AccessCheck::Guarded && v.ownerReduce == reduceId) {
+      const TensorInfo& t = p_.tensors[v.tensor];
+      for (size_t d = 0; d < v.indices.size(); ++d) {
+        const Interval& r = v.indexRanges[d];
+        if (r.lo >= 0 && r.hi < t.shape[d]) continue;
+        conds.push_back({v.indices[d], t.shape[d]});
+      }
+    }
+    for (const Value& a : v.args) collectGuards(a, reduceId, conds);
+  }
+
+  const Program& p_;
+  const Computation& c_;
+  Kernel& k_;
+};
+
+}  // namespace
+
+LoopProgram lowerToLoops(const Program& program) {
+  LoopProgram lp;
+  for (const TensorInfo& t : program.tensors) {
+    Buffer b;
+    b.name = t.name;
+    b.dtype = t.dtype;
+    b.shape = t.shape;
+    b.kind = t.isInput ? BufferKind::Input : t.isOutput ? BufferKind::Output : BufferKind::Temp;
+    lp.buffers.push_back(std::move(b));
+  }
+  for (const Computation& c : program.computations) {
+    Kernel k;
+    k.name = fmt::format("k{}_{}", lp.kernels.size(), program.tensors[c.tensor].name);
+    Lowering(program, c, k).run();
+    lp.kernels.push_back(std::move(k));
+  }
+  return lp;
+}
+
+}  // namespace texc::loops
