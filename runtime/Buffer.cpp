@@ -1,0 +1,92 @@
+#include "runtime/Buffer.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace texc {
+
+size_t elemBytes(ElemType type) {
+  switch (type) {
+    case ElemType::F32:
+      return 4;
+    case ElemType::F64:
+      return 8;
+    case ElemType::F16:
+      return 2;
+    case ElemType::BF16:
+      return 2;
+  }
+  return 0;
+}
+
+std::string_view elemName(ElemType type) {
+  switch (type) {
+    case ElemType::F32:
+      return "f32";
+    case ElemType::F64:
+      return "f64";
+    case ElemType::F16:
+      return "f16";
+    case ElemType::BF16:
+      return "bf16";
+  }
+  return "?";
+}
+
+Buffer::Buffer(size_t sizeBytes) : size_(sizeBytes) {
+  // std::aligned_alloc wants a size that is a multiple of the alignment; a zero-size request
+  // still gets one line so data() is a valid pointer (memcpy with null is undefined).
+  if (sizeBytes > std::numeric_limits<size_t>::max() - kAlignment) throw std::bad_alloc();
+  size_t rounded = (sizeBytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0) rounded = kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  data_ = static_cast<std::byte*>(p);
+}
+
+Buffer::~Buffer() { std::free(data_); }
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    std::free(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+int64_t numElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw std::length_error("negative tensor extent " + std::to_string(d));
+    if (__builtin_mul_overflow(n, d, &n)) throw std::length_error("tensor has too many elements");
+  }
+  return n;
+}
+
+int64_t numElements(const Tensor& tensor) { return numElements(tensor.shape); }
+
+size_t byteSize(ElemType type, const std::vector<int64_t>& shape) {
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(numElements(shape)), elemBytes(type), &bytes))
+    throw std::length_error("tensor is too large");
+  return bytes;
+}
+
+size_t byteSize(const Tensor& tensor) { return byteSize(tensor.type, tensor.shape); }
+
+Tensor makeTensor(ElemType type, std::vector<int64_t> shape) {
+  size_t bytes = byteSize(type, shape);
+  return Tensor{type, std::move(shape), Buffer(bytes)};
+}
+
+}  // namespace texc
