@@ -6,8 +6,8 @@
 //   FILE:LINE:COL: note: ...
 //
 // Diagnostics are collected (tests read them back) and printed at the end of a stage. After
-// kMaxErrors errors the engine records one TooManyErrors and drops the rest; passes poll
-// shouldStop() to give up early.
+// kMaxErrors errors the engine records one TooManyErrors (at the first error it drops) and drops
+// the rest; passes poll shouldStop() to give up early.
 #pragma once
 
 #include <fmt/format.h>
@@ -85,7 +85,9 @@ class DiagnosticEngine {
   bool hasErrors() const { return errorCount_ > 0; }
   int errorCount() const { return errorCount_; }
   int warningCount() const { return warningCount_; }
-  bool shouldStop() const { return errorCount_ >= kMaxErrors; }
+  // True once an error has been dropped: stopping at exactly kMaxErrors would hide that more
+  // errors exist, so passes go on until the first dropped one (which records TooManyErrors).
+  bool shouldStop() const { return dropped_; }
   const std::vector<Diagnostic>& diagnostics() const { return diags_; }
   const SourceFile* file() const { return file_; }
 

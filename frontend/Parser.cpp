@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 
 #include "frontend/Lexer.h"
@@ -340,7 +341,12 @@ class Parser {
       // from_chars does not take a leading '.', so parse "0" + text in that case.
       std::string buf = tok.text.front() == '.' ? "0" + e->text : e->text;
       auto [p, ec] = std::from_chars(buf.data(), buf.data() + buf.size(), e->number);
-      if (ec == std::errc::result_out_of_range && std::fabs(e->number) > 1) fail(DiagId::NumberOutOfRange, tok.range, e->text);
+      if (ec == std::errc::result_out_of_range) {
+        // from_chars leaves the value unset when out of range; strtod tells overflow (+-HUGE_VAL,
+        // an error) from underflow (0 or a subnormal, kept).
+        e->number = std::strtod(buf.c_str(), nullptr);
+        if (std::isinf(e->number)) fail(DiagId::NumberOutOfRange, tok.range, e->text);
+      }
       if (ec == std::errc::invalid_argument) fail(DiagId::MalformedNumber, tok.range, e->text);
       (void)p;
     }

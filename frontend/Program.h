@@ -147,6 +147,10 @@ struct Computation {
   int numReduces = 0;
   bool wholeTensorForm = false;
   SourceRange range;
+  // The source statement this computation comes from (its index among the program's
+  // statements); passes that split or merge computations keep it, so fusion can tell which
+  // nodes one statement produced.
+  int statement = -1;
 };
 
 struct LetInfo {

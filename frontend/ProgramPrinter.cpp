@@ -28,6 +28,7 @@ std::string numberText(double v) {
 struct Printer {
   const Program& p;
   const Computation& c;
+  bool markComputed = false;  // the dataflow printer writes computed values as %name
 
   std::string index(const IndexExpr& ix, int& prec) const {
     switch (ix.kind) {
@@ -58,7 +59,7 @@ struct Printer {
   }
 
   std::string access(const Value& v) const {
-    std::string s = p.tensors[v.tensor].name;
+    std::string s = (markComputed && !p.tensors[v.tensor].isInput ? "%" : "") + p.tensors[v.tensor].name;
     if (v.indices.empty()) return s;
     s += "[";
     for (size_t i = 0; i < v.indices.size(); ++i) s += (i ? ", " : "") + index(v.indices[i]);
@@ -81,7 +82,7 @@ struct Printer {
         return numberText(v.constant);
       case ValueKind::IndexValue: return c.vars[v.var].name;
       case ValueKind::Access: return access(v);
-      case ValueKind::Unary: prec = kUnary; return spelling(v.unaryOp) + sub(v.args[0], kUnary, false);
+      case ValueKind::Unary: prec = kUnary; return spelling(v.unaryOp) + sub(v.args[0], kUnary, true);
       case ValueKind::Binary: {
         prec = binaryPrec(v.binaryOp);
         return sub(v.args[0], prec, false) + " " + spelling(v.binaryOp) + " " + sub(v.args[1], prec, true);
@@ -158,6 +159,11 @@ void printComputation(std::string& out, const Program& p, const Computation& c) 
 }
 
 }  // namespace
+
+std::string printValue(const Program& p, const Computation& c, const Value& v, bool markComputed) {
+  return Printer{p, c, markComputed}.value(v);
+}
+std::string printIndex(const Program& p, const Computation& c, const IndexExpr& ix) { return Printer{p, c}.index(ix); }
 
 std::string printProgram(const Program& p) {
   std::string out;

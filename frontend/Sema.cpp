@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace texc {
 
@@ -65,6 +66,8 @@ class Sema {
           case StmtKind::Assign: analyzeAssign(s); break;
         }
       } catch (const StatementError&) {
+        // Its error is reported; uses of the name it failed to define are not reported again.
+        failed_.insert(s.name);
       }
     }
     if (!diags_.shouldStop() && outputs_ == 0 && !hadAssignErrors_) {
@@ -93,6 +96,7 @@ class Sema {
   }
 
   void reportUndefined(const std::string& name, SourceRange range, const char* kindHint = nullptr) {
+    if (failed_.count(name)) return;  // a cascade of an error already reported
     auto b = diags_.report(DiagId::UndefinedName, range, name);
     if (currentStmt_ && name == currentStmt_->name)
       b.note(currentStmt_->nameRange, "a statement cannot read the tensor it defines");
@@ -106,6 +110,27 @@ class Sema {
     const SourceFile* f = diags_.file();
     if (!f || !r.valid() || r.end.offset > f->text().size() || r.end.offset < r.begin.offset) return "";
     return f->text().substr(r.begin.offset, r.end.offset - r.begin.offset);
+  }
+
+  // The source text of `r` on one line, as messages quote it: comments dropped, every run of
+  // whitespace (newlines included) shown as one space.
+  std::string compactText(SourceRange r) const {
+    std::string text = sourceText(r), out;
+    bool space = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+      char c = text[i];
+      if (c == '#') {
+        while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+        space = true;
+      } else if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+        space = true;
+      } else {
+        if (space && !out.empty()) out += ' ';
+        space = false;
+        out += c;
+      }
+    }
+    return out;
   }
 
   // ---- integer size expressions --------------------------------------------------------------
@@ -129,6 +154,10 @@ class Sema {
         if (!e.isInteger) break;
         return e.integer;
       case ExprKind::Name: {
+        if (findScoped(e.name)) {
+          diags_.report(DiagId::NotIntegerExpression, e.range, fmt::format("the index variable '{}'", e.name));
+          throw StatementError{};
+        }
         const Symbol* s = lookup(e.name);
         if (!s) {
           reportUndefined(e.name, e.range);
@@ -141,7 +170,7 @@ class Sema {
       case ExprKind::Unary:
         if (e.unaryOp == UnaryOp::Neg) {
           int64_t v = evalInt(*e.args[0]), r;
-          if (!subOk(0, v, r)) overflow(e.range);
+          if (!subOk(0, v, r)) overflow(e.opRange);
           return r;
         }
         break;
@@ -245,6 +274,7 @@ class Sema {
     Computation comp;
     comp.wholeTensorForm = !s.indexForm;
     comp.range = s.range;
+    comp.statement = static_cast<int>(&s - module_.stmts.data());
     comp_ = &comp;
     wholeForm_ = !s.indexForm;
     reduceCount_ = 0;
@@ -318,7 +348,7 @@ class Sema {
       iv.extent = evalPositive(*v.bound, fmt::format("the bound of '{}'", v.name));
       iv.source = RangeSource::Bound;
       iv.sourceRange = v.bound->range;
-      iv.sourceText = fmt::format("bound {}", sourceText(v.bound->range));
+      iv.sourceText = fmt::format("bound {}", compactText(v.bound->range));
     } else {
       iv.source = RangeSource::Inferred;
     }
@@ -358,7 +388,7 @@ class Sema {
         v.unaryOp = e.unaryOp;
         v.args.push_back(analyzeValue(*e.args[0], s, reduce));
         if (e.unaryOp == UnaryOp::Not) {
-          if (!v.args[0].isBool) diags_.report(DiagId::LogicNeedsBoolean, e.opRange, "!");
+          if (!v.args[0].isBool) diags_.report(DiagId::LogicNeedsBoolean, e.args[0]->range, "!");
           v.isBool = true;
         } else {
           requireNumber(v.args[0], *e.args[0]);
@@ -378,7 +408,7 @@ class Sema {
         v.args.push_back(analyzeValue(*e.args[1], sb, reduce));
         if (isLogical(e.binaryOp)) {
           for (int i = 0; i < 2; ++i)
-            if (!v.args[i].isBool) diags_.report(DiagId::LogicNeedsBoolean, e.opRange, spelling(e.binaryOp));
+            if (!v.args[i].isBool) diags_.report(DiagId::LogicNeedsBoolean, e.args[i]->range, spelling(e.binaryOp));
           v.isBool = true;
         } else {
           requireNumber(v.args[0], *e.args[0]);
@@ -477,6 +507,11 @@ class Sema {
       if (ix.kind == IndexExpr::Kind::Var)
         evidence_[ix.var].push_back({t.shape[d], fmt::format("dimension {} of '{}' ({})", d, e.name, typeText(t.dtype, t.shape)), ix.range});
       v.indices.push_back(std::move(ix));
+    }
+    // Spec 4: in a whole-tensor statement, indexed accesses live only inside reductions.
+    if (wholeForm_ && reduce < 0) {
+      diags_.report(DiagId::IndexedAccessOutsideReduction, e.range, e.name, e.name);
+      throw StatementError{};
     }
     return v;
   }
@@ -605,7 +640,7 @@ class Sema {
   IndexExpr scale(IndexExpr a, int64_t c, const Expr& e) {
     if (a.kind == IndexExpr::Kind::Const) {
       int64_t v;
-      if (!mulOk(a.constant, c, v)) overflow(e.range);
+      if (!mulOk(a.constant, c, v)) overflow(e.opRange);
       return IndexExpr::makeConst(v);
     }
     IndexExpr r;
@@ -691,8 +726,8 @@ class Sema {
       }
       for (size_t k = 1; k < ev.size(); ++k) {
         if (ev[k].extent != ev[0].extent) {
-          diags_.report(DiagId::RangeConflict, ev[k].range, v.name, fmt::format("extent {} ({})", ev[k].extent, ev[k].what))
-              .note(ev[0].range, "but extent {} ({}) from this access", ev[0].extent, ev[0].what);
+          diags_.report(DiagId::RangeConflict, ev[k].range, v.name, ev[k].extent, ev[k].what)
+              .note(ev[0].range, "but {} from {} here", ev[0].extent, ev[0].what);
           failed = true;
           break;
         }
@@ -792,7 +827,8 @@ class Sema {
         if (v.ownerReduce >= 0) {
           v.check = AccessCheck::Guarded;
         } else {
-          diags_.report(DiagId::OutOfBounds, v.indices[d].range, t.name, r.lo, r.hi, d, t.shape[d])
+          diags_.report(DiagId::OutOfBounds, v.indices[d].range, compactText(v.range), compactText(v.indices[d].range),
+                        r.lo, r.hi, d, t.name, t.shape[d])
               .note({}, "only accesses inside a reduction may fall outside: their terms are skipped");
         }
       }
@@ -877,6 +913,7 @@ class Sema {
   DiagnosticEngine& diags_;
   const LetOverrides& overrides_;
   std::unordered_map<std::string, SourceRange> firstDef_;
+  std::unordered_set<std::string> failed_;  // names whose defining statement had an error
   std::unordered_map<std::string, Symbol> symbols_;
   std::vector<LetInfo> lets_;
   std::vector<Entry> tensors_;

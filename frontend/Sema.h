@@ -33,4 +33,9 @@ std::optional<Program> analyze(const Module& module, DiagnosticEngine& diags, co
 // came from, and every access with its index ranges and guard.
 std::string printProgram(const Program& program);
 
+// One value expression or index expression of computation `c`, in `.tex` syntax with the fewest
+// parentheses (used by the dataflow IR printer too, which marks computed values as %name).
+std::string printValue(const Program& program, const Computation& c, const Value& value, bool markComputed = false);
+std::string printIndex(const Program& program, const Computation& c, const IndexExpr& index);
+
 }  // namespace texc
