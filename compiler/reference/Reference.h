@@ -1,0 +1,48 @@
+// The float64 reference interpreter: evaluates an analysed Program directly from its definition
+// (spec 5), with no optimizing pipeline in between. Results of compiled code are compared with it
+// (`texc run --check`, `texc compare`, the tests).
+//
+// Every computation runs in float64 whatever its dtype; values read from f16/bf16/f32 inputs are
+// whatever doubles the caller passes. Booleans are the doubles 0 and 1. A term of a reduction is
+// skipped when one of the guarded accesses it owns falls outside its tensor, and a skipped
+// access is never read.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "frontend/Program.h"
+
+namespace texc {
+
+// A dense row-major tensor of doubles. A rank-0 tensor has an empty shape and one element.
+struct RefTensor {
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+};
+
+// Evaluates `p` on `inputs` (one per entry of p.inputs, in that order; shapes must match the
+// declared ones). Returns every tensor of the program indexed by tensor id: inputs copied,
+// computed tensors evaluated in program order. Throws std::invalid_argument for wrong inputs and
+// std::logic_error when the program breaks its own invariants (an unguarded access out of bounds).
+std::vector<RefTensor> evaluateReference(const Program& p, const std::vector<RefTensor>& inputs);
+
+// The error of `got` against `ref`, over n elements.
+//   maxAbs: max |got - ref|
+//   maxRel: max |got - ref| / max(|ref|, kRelErrorTiny). With ref == 0 any difference gives a
+//           huge relative error, so read it with maxAbs.
+// Equal infinities (same sign) and NaN against NaN count as no error; any other mismatch that
+// involves an infinity or a NaN counts as an infinite error (both fields).
+struct ErrorStats {
+  double maxAbs = 0;
+  double maxRel = 0;
+};
+
+// The floor of the relative error's denominator: the smallest normal double.
+inline constexpr double kRelErrorTiny = std::numeric_limits<double>::min();
+
+ErrorStats compareToReference(const double* ref, const double* got, size_t n);
+
+}  // namespace texc
