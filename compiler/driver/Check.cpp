@@ -1,12 +1,27 @@
 // texc check: parse and analyse; diagnostics only.
 #include "compiler/driver/Commands.h"
-#include "compiler/driver/Frontend.h"
 
 namespace texc {
 
-int commandCheck(const CommonOptions& o) {
-  FrontendResult r = runFrontend(o.file, parseDefines(o.defines));
-  return r.diags->hasErrors() ? kExitProgramError : kExitOk;
+CompileRequest ProgramOptions::request(Stage until) const {
+  CompileRequest r;
+  r.path = file;
+  r.defines = defines;
+  r.options = pipeline;
+  if (fuse == "none") r.options.fuse = FuseMode::None;
+  else if (fuse == "elementwise") r.options.fuse = FuseMode::Elementwise;
+  else r.options.fuse = FuseMode::All;
+  r.instrumentation = instrumentation;
+  r.instrumentation.printAfter.insert(printAfter.begin(), printAfter.end());
+  r.instrumentation.printBefore.insert(printBefore.begin(), printBefore.end());
+  r.timePasses = timePasses;
+  r.until = until;
+  return r;
+}
+
+int commandCheck(const ProgramOptions& o) {
+  std::unique_ptr<Compilation> c = compileProgram(o.request(Stage::Sema));
+  return c->ok ? kExitOk : kExitProgramError;
 }
 
 }  // namespace texc

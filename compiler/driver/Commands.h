@@ -6,39 +6,46 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/Frontend.h"
+
 namespace texc {
 
-struct CommonOptions {
+// What every command that reads a program shares: the file, -D, the pipeline switches and the
+// pass instrumentation.
+struct ProgramOptions {
   std::string file;
-  std::vector<std::string> defines;  // -D NAME=VALUE
-};
+  std::vector<std::string> defines;
+  PipelineOptions pipeline;
+  Instrumentation instrumentation;
+  std::vector<std::string> printAfter;   // --print-after=PASS,...
+  std::vector<std::string> printBefore;  // --print-before=PASS,...
+  std::string fuse = "all";
+  bool timePasses = false;
 
-struct PipelineOptions {
-  int optLevel = 3;  // -O0..-O3
+  // The compile request these options describe, running up to `until`.
+  CompileRequest request(Stage until) const;
 };
 
 struct CompileOptions {
-  CommonOptions common;
-  PipelineOptions pipeline;
+  ProgramOptions program;
   std::string target = "cpu";
   std::string emit = "llvm";
   std::string output;  // -o; empty or "-" is standard output
 };
 
 struct RunOptions {
-  CommonOptions common;
-  PipelineOptions pipeline;
+  ProgramOptions program;
   std::vector<std::string> inputs;  // NAME=PATH.npy
   std::optional<uint64_t> randomSeed;
   std::string outputDir = ".";
   std::string target = "cpu";
   int threads = 0;  // 0: one per core
   bool check = false;
-  bool timePasses = false;
 };
 
-int commandCheck(const CommonOptions& options);
+int commandCheck(const ProgramOptions& options);
 int commandCompile(const CompileOptions& options);
 int commandRun(const RunOptions& options);
+int commandPasses();
 
 }  // namespace texc

@@ -1,33 +1,42 @@
 // texc compile: run the pipeline up to the requested form and emit it.
 #include <fmt/format.h>
 
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "compiler/backend/llvm/LLVMTarget.h"
 #include "compiler/driver/Commands.h"
-#include "compiler/driver/Frontend.h"
 #include "compiler/driver/OutputFile.h"
-#include "compiler/loops/LowerToLoops.h"
 
 namespace texc {
+
+namespace {
+
+Stage stageFor(const std::string& emit) {
+  if (emit == "ast") return Stage::Ast;
+  if (emit == "sema") return Stage::Sema;
+  if (emit == "ir") return Stage::Graph;
+  if (emit == "loops") return Stage::Loops;
+  return Stage::LLVM;
+}
+
+}  // namespace
 
 int commandCompile(const CompileOptions& o) {
   if (o.target != "cpu")
     throw CommandError{kExitUsage, fmt::format("--target {}: only the cpu target is available in this build", o.target)};
-  bool analyse = o.emit != "ast";
-  FrontendResult r = runFrontend(o.common.file, parseDefines(o.common.defines), analyse);
-  if (r.diags->hasErrors()) return kExitProgramError;
-  if (o.emit == "ast") {
-    emitOutput(o.output, printModule(r.module));
-    return kExitOk;
+  Stage until = stageFor(o.emit);
+  std::unique_ptr<Compilation> c = compileProgram(o.program.request(until));
+  if (!c->ok) return kExitProgramError;
+  std::string bytes;
+  if (o.emit == "asm" || o.emit == "obj") {
+    auto tm = createHostTargetMachine(o.program.pipeline.optLevel);
+    bytes = o.emit == "asm" ? emitAssembly(*c->state.llvmModule, *tm) : emitObject(*c->state.llvmModule, *tm);
+  } else {
+    bytes = printStage(c->state, until);
   }
-  if (o.emit == "sema") {
-    emitOutput(o.output, printProgram(*r.program));
-    return kExitOk;
-  }
-  loops::LoopProgram lp = loops::lowerToLoops(*r.program);
-  if (o.emit == "loops") {
-    emitOutput(o.output, printLoopProgram(lp));
-    return kExitOk;
-  }
-  throw CommandError{kExitUsage, fmt::format("--emit {} is not available in this build", o.emit)};
+  emitOutput(o.output, bytes);
+  return kExitOk;
 }
 
 }  // namespace texc

@@ -1,6 +1,7 @@
 #include "compiler/driver/Frontend.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <charconv>
@@ -8,9 +9,8 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <sys/stat.h>
 
-#include "frontend/Parser.h"
+#include "compiler/passes/Pipeline.h"
 
 namespace texc {
 
@@ -44,17 +44,32 @@ LetOverrides parseDefines(const std::vector<std::string>& defines) {
   return out;
 }
 
-FrontendResult runFrontend(const std::string& path, const LetOverrides& overrides, bool analyse) {
-  FrontendResult r;
-  r.file = readSourceFile(path);
-  r.diags = std::make_unique<DiagnosticEngine>(r.file.get());
-  r.module = parse(*r.file, *r.diags);
-  if (!r.diags->hasErrors()) {
-    if (auto err = checkOverrides(r.module, overrides)) throw CommandError{kExitUsage, *err};
-    if (analyse) r.program = analyze(r.module, *r.diags, overrides);
+std::unique_ptr<Compilation> compileProgram(const CompileRequest& req) {
+  auto c = std::make_unique<Compilation>();
+  LetOverrides overrides = parseDefines(req.defines);
+  if (std::string err = checkPassNames(req.instrumentation); !err.empty()) throw CommandError{kExitUsage, err};
+  c->file = readSourceFile(req.path);
+  c->diags = std::make_unique<DiagnosticEngine>(c->file.get());
+  CompileState& s = c->state;
+  s.file = c->file.get();
+  s.diags = c->diags.get();
+  s.overrides = overrides;
+  s.options = req.options;
+
+  std::vector<const PassInfo*> pipeline = buildPipeline(req.until);
+  auto printDiagnostics = [&] { c->diags->print(std::cerr, stderrWantsColor()); };
+  // Parse first: -D names are checked against the module before analysis uses them.
+  std::vector<const PassInfo*> first(pipeline.begin(), pipeline.begin() + 1);
+  std::vector<const PassInfo*> rest(pipeline.begin() + 1, pipeline.end());
+  if (!runPipeline(s, first, req.instrumentation, &c->timings)) {
+    printDiagnostics();
+    return c;
   }
-  r.diags->print(std::cerr, stderrWantsColor());
-  return r;
+  if (auto err = checkOverrides(s.module, overrides)) throw CommandError{kExitUsage, *err};
+  c->ok = runPipeline(s, rest, req.instrumentation, &c->timings);
+  printDiagnostics();
+  if (req.timePasses) printTimings(std::cerr, c->timings);
+  return c;
 }
 
 }  // namespace texc

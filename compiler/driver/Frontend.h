@@ -1,13 +1,14 @@
-// Running the front end from the driver: read a file, parse, analyse, print diagnostics.
+// Running the pipeline from the driver: read the file, run the passes up to a stage with the
+// user's instrumentation, print diagnostics.
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "frontend/AST.h"
+#include "compiler/passes/PassManager.h"
 #include "frontend/Diagnostics.h"
-#include "frontend/Program.h"
 #include "frontend/Sema.h"
 #include "frontend/Source.h"
 
@@ -22,12 +23,23 @@ struct CommandError {
   std::string message;
 };
 
-// A source file carried through the front end. `diags` points into `file`.
-struct FrontendResult {
+struct CompileRequest {
+  std::string path;
+  std::vector<std::string> defines;  // -D NAME=VALUE
+  PipelineOptions options;
+  Instrumentation instrumentation;
+  bool timePasses = false;
+  Stage until = Stage::LLVM;
+};
+
+// The outcome of compileProgram; `state` holds every IR produced. `ok` is false when the program
+// has errors (already printed).
+struct Compilation {
   std::unique_ptr<SourceFile> file;
   std::unique_ptr<DiagnosticEngine> diags;
-  Module module;
-  std::optional<Program> program;  // set when analysis succeeded
+  CompileState state;
+  std::vector<PassTiming> timings;
+  bool ok = false;
 };
 
 // Reads `path` (CommandError with exit 2 when unreadable).
@@ -36,8 +48,8 @@ std::unique_ptr<SourceFile> readSourceFile(const std::string& path);
 // Parses "NAME=VALUE" options into overrides (CommandError, exit 2, when malformed).
 LetOverrides parseDefines(const std::vector<std::string>& defines);
 
-// Runs lexer, parser and (when parsing succeeded and `analyse`) semantic analysis. Checks the
-// overrides against the module (CommandError, exit 2). Diagnostics are printed to stderr.
-FrontendResult runFrontend(const std::string& path, const LetOverrides& overrides, bool analyse = true);
+// Runs the pipeline up to `request.until`. -D names are checked against the parsed module
+// (CommandError, exit 2). Diagnostics go to standard error.
+std::unique_ptr<Compilation> compileProgram(const CompileRequest& request);
 
 }  // namespace texc

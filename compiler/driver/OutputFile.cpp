@@ -1,6 +1,7 @@
 #include "compiler/driver/OutputFile.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +13,16 @@
 namespace texc {
 
 void writeFileAtomic(const std::string& path, const std::string& bytes) {
+  // A device or pipe (-o /dev/stdout) is written in place: renaming over it would replace it.
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) throw CommandError{kExitRuntime, fmt::format("cannot write '{}': it is a directory", path)};
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+    out.close();
+    if (!out) throw CommandError{kExitRuntime, fmt::format("cannot write '{}'", path)};
+    return;
+  }
   std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
   {
     std::ofstream out(tmp, std::ios::binary);

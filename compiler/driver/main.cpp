@@ -3,24 +3,30 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <stdexcept>
 
 #include "compiler/driver/Commands.h"
-#include "compiler/driver/Frontend.h"
 
 namespace {
 
 using namespace texc;
 
-void addCommon(CLI::App* cmd, CommonOptions& o) {
+void addProgramOptions(CLI::App* cmd, ProgramOptions& o, bool pipeline) {
   cmd->add_option("FILE", o.file, "the .tex program")->required();
   cmd->add_option("-D", o.defines, "override a literal 'let': -D NAME=VALUE")->type_name("NAME=VALUE");
-}
-
-// -O0 .. -O3: CLI11 reads "-O3" as the short option -O with the value 3.
-void addOptLevel(CLI::App* cmd, PipelineOptions& o) {
-  cmd->add_option("-O", o.optLevel, "optimisation level 0-3 (-O0 calls libm for math functions)")
+  if (!pipeline) return;
+  // CLI11 reads "-O3" as the short option -O with the value 3.
+  cmd->add_option("-O", o.pipeline.optLevel, "optimisation level 0-3 (-O0 calls libm for math functions)")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
+  cmd->add_option("--fuse", o.fuse, "fusion: none (one kernel per operator), elementwise, all (one kernel per statement for now)")
+      ->check(CLI::IsMember({"none", "elementwise", "all"}))
+      ->capture_default_str();
+  cmd->add_flag("--print-after-all", o.instrumentation.printAfterAll, "print the IR after every pass (to standard error)");
+  cmd->add_option("--print-after", o.printAfter, "print the IR after these passes")->delimiter(',')->type_name("PASS,...");
+  cmd->add_option("--print-before", o.printBefore, "print the IR before these passes")->delimiter(',')->type_name("PASS,...");
+  cmd->add_option("--dump-dir", o.instrumentation.dumpDir, "write the IR after each pass to numbered files in DIR");
+  cmd->add_flag("--time-passes", o.timePasses, "print the time of every pass");
 }
 
 }  // namespace
@@ -29,21 +35,32 @@ int main(int argc, char** argv) {
   CLI::App app{"texc: a tensor-expression compiler"};
   app.require_subcommand(1);
 
-  CommonOptions checkOpts;
+  ProgramOptions checkOpts;
   CLI::App* check = app.add_subcommand("check", "parse and analyse a program; print diagnostics; exit 1 on errors");
-  addCommon(check, checkOpts);
+  addProgramOptions(check, checkOpts, false);
 
   CompileOptions compileOpts;
   CLI::App* compile = app.add_subcommand("compile", "compile a program and emit one of its forms");
-  addCommon(compile, compileOpts.common);
-  addOptLevel(compile, compileOpts.pipeline);
+  addProgramOptions(compile, compileOpts.program, true);
   compile->add_option("--emit", compileOpts.emit,
-                      "ast (parsed program as source), sema (analysed program), loops (loop IR), "
-                      "llvm (.ll), asm, obj")
-      ->check(CLI::IsMember({"ast", "sema", "loops", "llvm", "asm", "obj"}))
+                      "ast (parsed program as source), sema (analysed program), ir (dataflow graph), "
+                      "loops (loop IR), llvm (.ll), asm, obj")
+      ->check(CLI::IsMember({"ast", "sema", "ir", "loops", "llvm", "asm", "obj"}))
       ->capture_default_str();
   compile->add_option("--target", compileOpts.target, "cpu")->capture_default_str();
   compile->add_option("-o", compileOpts.output, "output path (default: standard output)");
+
+  RunOptions runOpts;
+  CLI::App* run = app.add_subcommand("run", "compile and run a program; write each output as DIR/NAME.npy");
+  addProgramOptions(run, runOpts.program, true);
+  run->add_option("--input", runOpts.inputs, "bind an input to a .npy file: NAME=PATH.npy")->type_name("NAME=PATH");
+  run->add_option("--random", runOpts.randomSeed, "fill inputs not given with reproducible values in [-1, 1)")->type_name("SEED");
+  run->add_option("--output-dir", runOpts.outputDir, "where outputs go (created if missing)")->capture_default_str();
+  run->add_option("--target", runOpts.target, "cpu")->capture_default_str();
+  run->add_option("--threads", runOpts.threads, "threads to run on (default: one per core)");
+  run->add_flag("--check", runOpts.check, "also run the float64 reference and print each output's error");
+
+  CLI::App* passes = app.add_subcommand("passes", "list the pass pipeline in order");
 
   try {
     app.parse(argc, argv);
@@ -57,9 +74,17 @@ int main(int argc, char** argv) {
   try {
     if (check->parsed()) return commandCheck(checkOpts);
     if (compile->parsed()) return commandCompile(compileOpts);
+    if (run->parsed()) return commandRun(runOpts);
+    if (passes->parsed()) return commandPasses();
   } catch (const CommandError& e) {
     std::cerr << "texc: error: " << e.message << "\n";
     return e.exitCode;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "texc: error: out of memory\n";
+    return kExitRuntime;
+  } catch (const std::exception& e) {
+    std::cerr << "texc: error: " << e.what() << "\n";
+    return kExitRuntime;
   }
   return kExitUsage;
 }

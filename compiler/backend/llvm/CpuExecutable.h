@@ -1,4 +1,4 @@
-// CpuExecutable: a loop program compiled for the host CPU and JIT-loaded, ready to run.
+// CpuExecutable: the optimised LLVM module of a program, JIT-compiled for the host, ready to run.
 #pragma once
 
 #include <memory>
@@ -7,47 +7,34 @@
 
 #include "compiler/loops/LoopIR.h"
 
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
 namespace texc {
 
 class ThreadPool;
-class OrcJIT;
-
-struct CpuCompileOptions {
-  int optLevel = 3;
-};
-
-// Wall-clock milliseconds of each compilation step, for --time-passes.
-struct CompileTimes {
-  double codegenMs = 0;
-  double optimizeMs = 0;
-  double jitMs = 0;
-};
-
-// Also reported to the user: the text forms produced on the way (filled when asked).
-struct CompileArtifacts {
-  bool wantLLVM = false;
-  std::string llvmBefore;  // as generated
-  std::string llvmAfter;   // after the LLVM optimisation pipeline
-};
+struct OrcJIT;
 
 class CpuExecutable {
  public:
   using KernelFn = void (*)(void** buffers, int64_t lo, int64_t hi);
 
-  static std::unique_ptr<CpuExecutable> compile(const loops::LoopProgram& program, const CpuCompileOptions& options,
-                                                CompileTimes* times = nullptr, CompileArtifacts* artifacts = nullptr);
+  // JIT-compiles `module` (made by codegen-llvm from `program`) and looks up every kernel.
+  static std::unique_ptr<CpuExecutable> load(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
+                                             const loops::LoopProgram& program, int optLevel);
   ~CpuExecutable();
 
   // Runs every kernel in order on `buffers` (one pointer per program buffer, 64-byte aligned),
   // splitting each kernel's parallel loop across `pool`.
   void run(void** buffers, ThreadPool& pool) const;
-
-  // Runs kernel `k` alone; for per-kernel timing.
+  // Runs kernel `k` alone, for per-kernel timing.
   void runKernel(size_t k, void** buffers, ThreadPool& pool) const;
   size_t numKernels() const { return kernels_.size(); }
 
  private:
-  CpuExecutable() = default;
+  CpuExecutable();
   struct CompiledKernel {
     KernelFn fn;
     int64_t parallelExtent;

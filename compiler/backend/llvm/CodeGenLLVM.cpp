@@ -1,0 +1,335 @@
+#include "compiler/backend/llvm/CodeGenLLVM.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <stdexcept>
+
+#include "compiler/backend/llvm/VectorMath.h"
+
+namespace texc {
+
+std::string kernelSymbol(const loops::Kernel& kernel) { return "texc_" + kernel.name; }
+
+// Inside texc::loops so that Expr and Stmt name the loop IR's nodes, not the AST's.
+namespace loops {
+namespace {
+
+llvm::Type* storageType(llvm::LLVMContext& ctx, DType t) {
+  switch (t) {
+    case DType::F32: return llvm::Type::getFloatTy(ctx);
+    case DType::F64: return llvm::Type::getDoubleTy(ctx);
+    case DType::F16: return llvm::Type::getHalfTy(ctx);
+    case DType::BF16: return llvm::Type::getBFloatTy(ctx);
+  }
+  return nullptr;
+}
+
+class KernelGen {
+ public:
+  KernelGen(const LoopProgram& p, const Kernel& k, llvm::Module& m, const CodeGenOptions& o)
+      : p_(p), k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), opts_(o) {
+    ft_ = k.computeType == DType::F64 ? llvm::Type::getDoubleTy(ctx_) : llvm::Type::getFloatTy(ctx_);
+    i64_ = llvm::Type::getInt64Ty(ctx_);
+  }
+
+  void run() {
+    llvm::Function* body = emitBody();
+    emitEntry(body);
+  }
+
+ private:
+  // texc_<k>.body(ptr noalias b0, ..., i64 lo, i64 hi)
+  llvm::Function* emitBody() {
+    std::vector<llvm::Type*> params(p_.buffers.size(), llvm::PointerType::getUnqual(ctx_));
+    params.push_back(i64_);
+    params.push_back(i64_);
+    auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), params, false);
+    auto* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, kernelSymbol(k_) + ".body", m_);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    if (opts_.preferWideVectors) f->addFnAttr("prefer-vector-width", "512");
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      llvm::Argument* a = f->getArg(i);
+      a->setName(p_.buffers[i].name);
+      a->addAttr(llvm::Attribute::NoAlias);
+      a->addAttr(llvm::Attribute::NoCapture);
+      a->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+      uint64_t bytes = static_cast<uint64_t>(p_.buffers[i].numElements()) * dtypeBytes(p_.buffers[i].dtype);
+      a->addAttr(llvm::Attribute::getWithDereferenceableBytes(ctx_, bytes));
+      if (p_.buffers[i].kind == loops::BufferKind::Input || static_cast<int>(i) != k_.outputBuffer)
+        a->addAttr(llvm::Attribute::ReadOnly);
+      buffers_.push_back(a);
+    }
+    lo_ = f->getArg(p_.buffers.size());
+    hi_ = f->getArg(p_.buffers.size() + 1);
+    lo_->setName("lo");
+    hi_->setName("hi");
+
+    fn_ = f;
+    auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
+    b_.SetInsertPoint(entry);
+    for (int a = 0; a < k_.numAccs; ++a) accs_.push_back(b_.CreateAlloca(ft_, nullptr, "acc" + std::to_string(a)));
+    vars_.assign(k_.varNames.size(), nullptr);
+    for (const Stmt& s : k_.body) stmt(s, /*outermost=*/true);
+    b_.CreateRetVoid();
+    return f;
+  }
+
+  // texc_<k>(ptr buffers, i64 lo, i64 hi): loads the buffer table and calls the body.
+  void emitEntry(llvm::Function* body) {
+    auto* ptr = llvm::PointerType::getUnqual(ctx_);
+    auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), {ptr, i64_, i64_}, false);
+    auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, kernelSymbol(k_), m_);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    // The body is inlined here, and the caller's attributes then decide the vector width.
+    if (opts_.preferWideVectors) f->addFnAttr("prefer-vector-width", "512");
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
+    std::vector<llvm::Value*> args;
+    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, f->getArg(0), i);
+      args.push_back(b_.CreateLoad(ptr, slot, p_.buffers[i].name));
+    }
+    args.push_back(f->getArg(1));
+    args.push_back(f->getArg(2));
+    b_.CreateCall(body, args);
+    b_.CreateRetVoid();
+  }
+
+  // ---- statements ----------------------------------------------------------------------------
+  void stmt(const Stmt& s, bool outermost) {
+    switch (s.kind) {
+      case StmtKind::Loop: loop(s, outermost && s.parallel); break;
+      case StmtKind::Store: {
+        llvm::Value* v = expr(s.value);
+        const loops::Buffer& buf = p_.buffers[s.buffer];
+        llvm::Type* st = storageType(ctx_, buf.dtype);
+        b_.CreateAlignedStore(convert(v, st), address(s.buffer, s.index), llvm::Align(elementAlign(buf.dtype)));
+        break;
+      }
+      case StmtKind::AccInit: b_.CreateStore(identity(s.reduce), accs_[s.acc]); break;
+      case StmtKind::AccUpdate: {
+        llvm::Value* term = expr(s.value);
+        llvm::Value* acc = b_.CreateLoad(ft_, accs_[s.acc]);
+        b_.CreateStore(combine(s.reduce, acc, term), accs_[s.acc]);
+        break;
+      }
+      case StmtKind::Guard: {
+        llvm::Value* ok = nullptr;
+        for (const loops::GuardCond& c : s.conds) {
+          // 0 <= i < n as one unsigned compare.
+          llvm::Value* in = b_.CreateICmpULT(index(c.index), llvm::ConstantInt::get(i64_, c.extent));
+          ok = ok ? b_.CreateAnd(ok, in) : in;
+        }
+        auto* then = llvm::BasicBlock::Create(ctx_, "term", fn_);
+        auto* merge = llvm::BasicBlock::Create(ctx_, "term.end", fn_);
+        b_.CreateCondBr(ok, then, merge);
+        b_.SetInsertPoint(then);
+        for (const Stmt& c : s.body) stmt(c, false);
+        b_.CreateBr(merge);
+        b_.SetInsertPoint(merge);
+        break;
+      }
+    }
+  }
+
+  // for (v = start; v < end; ++v) with start/end constants, or [lo, hi) for the parallel loop.
+  void loop(const Stmt& s, bool usesChunk) {
+    const std::string& name = k_.varNames[s.var];
+    llvm::Value* start = usesChunk ? lo_ : llvm::ConstantInt::get(i64_, 0);
+    llvm::Value* end = usesChunk ? hi_ : llvm::ConstantInt::get(i64_, s.extent);
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, name + ".loop", fn_);
+    auto* bodyBB = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(i64_, 2, name);
+    iv->addIncoming(start, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, end), bodyBB, exit);
+    b_.SetInsertPoint(bodyBB);
+    vars_[s.var] = iv;
+    for (const Stmt& c : s.body) stmt(c, false);
+    vars_[s.var] = nullptr;
+    llvm::Value* next = b_.CreateAdd(iv, llvm::ConstantInt::get(i64_, 1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+  }
+
+  // ---- values --------------------------------------------------------------------------------
+  static unsigned elementAlign(DType t) { return static_cast<unsigned>(dtypeBytes(t)); }
+
+  llvm::Value* convert(llvm::Value* v, llvm::Type* to) {
+    if (v->getType() == to) return v;
+    if (v->getType()->getPrimitiveSizeInBits() < to->getPrimitiveSizeInBits()) return b_.CreateFPExt(v, to);
+    return b_.CreateFPTrunc(v, to);
+  }
+
+  llvm::Value* index(const IndexExpr& ix) {
+    switch (ix.kind) {
+      case IndexExpr::Kind::Const: return llvm::ConstantInt::get(i64_, ix.constant);
+      case IndexExpr::Kind::Var: return vars_[ix.var];
+      case IndexExpr::Kind::Add: return b_.CreateAdd(index(ix.ops[0]), index(ix.ops[1]), "", false, true);
+      case IndexExpr::Kind::Sub: return b_.CreateSub(index(ix.ops[0]), index(ix.ops[1]), "", false, true);
+      case IndexExpr::Kind::Mul: return b_.CreateMul(index(ix.ops[0]), llvm::ConstantInt::get(i64_, ix.constant), "", false, true);
+      case IndexExpr::Kind::FloorDiv:
+      case IndexExpr::Kind::Mod: {
+        // Floor semantics from truncating division: adjust when the remainder is negative.
+        llvm::Value* a = index(ix.ops[0]);
+        llvm::Value* c = llvm::ConstantInt::get(i64_, ix.constant);
+        llvm::Value* r = b_.CreateSRem(a, c);
+        llvm::Value* neg = b_.CreateICmpSLT(r, llvm::ConstantInt::get(i64_, 0));
+        if (ix.kind == IndexExpr::Kind::Mod) return b_.CreateSelect(neg, b_.CreateAdd(r, c), r);
+        llvm::Value* q = b_.CreateSDiv(a, c);
+        return b_.CreateSub(q, b_.CreateZExt(neg, i64_));
+      }
+    }
+    return nullptr;
+  }
+
+  llvm::Value* address(int buffer, const std::vector<IndexExpr>& idx) {
+    const loops::Buffer& buf = p_.buffers[buffer];
+    llvm::Value* offset = llvm::ConstantInt::get(i64_, 0);
+    int64_t stride = 1;
+    for (size_t d = idx.size(); d-- > 0;) {
+      llvm::Value* term = b_.CreateMul(index(idx[d]), llvm::ConstantInt::get(i64_, stride), "", false, true);
+      offset = b_.CreateAdd(offset, term, "", false, true);
+      stride *= buf.shape[d];
+    }
+    return b_.CreateInBoundsGEP(storageType(ctx_, buf.dtype), buffers_[buffer], offset);
+  }
+
+  llvm::Value* identity(ReduceKind r) {
+    double inf = std::numeric_limits<double>::infinity();
+    switch (r) {
+      case ReduceKind::Sum: return llvm::ConstantFP::get(ft_, 0.0);
+      case ReduceKind::Prod: return llvm::ConstantFP::get(ft_, 1.0);
+      case ReduceKind::Max: return llvm::ConstantFP::get(ft_, -inf);
+      case ReduceKind::Min: return llvm::ConstantFP::get(ft_, inf);
+    }
+    return nullptr;
+  }
+
+  llvm::Value* combine(ReduceKind r, llvm::Value* acc, llvm::Value* term) {
+    // The spec lets an optimisation reorder reductions: allow reassociation so the vectorizer
+    // can keep several partial sums.
+    llvm::FastMathFlags fmf;
+    fmf.setAllowReassoc();
+    llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
+    b_.setFastMathFlags(fmf);
+    switch (r) {
+      case ReduceKind::Sum: return b_.CreateFAdd(acc, term);
+      case ReduceKind::Prod: return b_.CreateFMul(acc, term);
+      case ReduceKind::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, term);
+      case ReduceKind::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, acc, term);
+    }
+    return nullptr;
+  }
+
+  llvm::Value* expr(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::Const: return llvm::ConstantFP::get(ft_, e.constant);
+      case ExprKind::VarValue: return b_.CreateSIToFP(vars_[e.var], ft_);
+      case ExprKind::Load: {
+        const loops::Buffer& buf = p_.buffers[e.buffer];
+        llvm::Value* v = b_.CreateAlignedLoad(storageType(ctx_, buf.dtype), address(e.buffer, e.index),
+                                              llvm::Align(elementAlign(buf.dtype)));
+        return convert(v, ft_);
+      }
+      case ExprKind::AccRead: return b_.CreateLoad(ft_, accs_[e.acc]);
+      case ExprKind::Unary: {
+        llvm::Value* a = expr(e.args[0]);
+        return e.unaryOp == UnaryOp::Neg ? b_.CreateFNeg(a) : b_.CreateNot(a);
+      }
+      case ExprKind::Binary: {
+        llvm::Value* a = expr(e.args[0]);
+        llvm::Value* c = expr(e.args[1]);
+        switch (e.binaryOp) {
+          case BinaryOp::Add: return b_.CreateFAdd(a, c);
+          case BinaryOp::Sub: return b_.CreateFSub(a, c);
+          case BinaryOp::Mul: return b_.CreateFMul(a, c);
+          case BinaryOp::Div: return b_.CreateFDiv(a, c);
+          case BinaryOp::Lt: return b_.CreateFCmpOLT(a, c);
+          case BinaryOp::Le: return b_.CreateFCmpOLE(a, c);
+          case BinaryOp::Gt: return b_.CreateFCmpOGT(a, c);
+          case BinaryOp::Ge: return b_.CreateFCmpOGE(a, c);
+          case BinaryOp::Eq: return b_.CreateFCmpOEQ(a, c);
+          case BinaryOp::Ne: return b_.CreateFCmpUNE(a, c);
+          case BinaryOp::And: return b_.CreateAnd(a, c);
+          case BinaryOp::Or: return b_.CreateOr(a, c);
+          case BinaryOp::Mod: break;
+        }
+        throw std::logic_error("'%' reached code generation");
+      }
+      case ExprKind::Call: return call(e);
+    }
+    return nullptr;
+  }
+
+  llvm::Value* call(const Expr& e) {
+    std::vector<llvm::Value*> a;
+    for (const Expr& x : e.args) a.push_back(expr(x));
+    llvm::Value* zero = llvm::ConstantFP::get(ft_, 0.0);
+    switch (e.builtin) {
+      case Builtin::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a[0]);
+      case Builtin::Rsqrt:
+        return b_.CreateFDiv(llvm::ConstantFP::get(ft_, 1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a[0]));
+      case Builtin::Relu: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a[0], zero);
+      case Builtin::Abs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a[0]);
+      case Builtin::Floor: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, a[0]);
+      case Builtin::Ceil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, a[0]);
+      case Builtin::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a[0], a[1]);
+      case Builtin::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a[0], a[1]);
+      case Builtin::Select: return b_.CreateSelect(a[0], a[1], a[2]);
+      default: break;
+    }
+    MathFn fn;
+    switch (e.builtin) {
+      case Builtin::Exp: fn = MathFn::Exp; break;
+      case Builtin::Log: fn = MathFn::Log; break;
+      case Builtin::Tanh: fn = MathFn::Tanh; break;
+      case Builtin::Sigmoid: fn = MathFn::Sigmoid; break;
+      case Builtin::Erf: fn = MathFn::Erf; break;
+      case Builtin::Sin: fn = MathFn::Sin; break;
+      case Builtin::Cos: fn = MathFn::Cos; break;
+      case Builtin::Pow: fn = MathFn::Pow; break;
+      default: throw std::logic_error("unhandled builtin in code generation");
+    }
+    // -O0 calls libm (scalar, exact to an ulp); otherwise inline approximations that vectorize.
+    return opts_.optLevel == 0 ? emitMathLibm(b_, m_, fn, a) : emitMath(b_, fn, a);
+  }
+
+  const LoopProgram& p_;
+  const Kernel& k_;
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  const CodeGenOptions& opts_;
+  llvm::Type* ft_;
+  llvm::Type* i64_;
+  llvm::Function* fn_ = nullptr;
+  std::vector<llvm::Value*> buffers_;
+  llvm::Value* lo_ = nullptr;
+  llvm::Value* hi_ = nullptr;
+  std::vector<llvm::AllocaInst*> accs_;
+  std::vector<llvm::Value*> vars_;
+};
+
+}  // namespace
+}  // namespace loops
+
+std::unique_ptr<llvm::Module> generateLLVM(const loops::LoopProgram& program, llvm::LLVMContext& context,
+                                           const CodeGenOptions& options) {
+  auto module = std::make_unique<llvm::Module>("texc", context);
+  for (const loops::Kernel& k : program.kernels) loops::KernelGen(program, k, *module, options).run();
+  std::string err;
+  llvm::raw_string_ostream os(err);
+  if (llvm::verifyModule(*module, &os)) throw std::logic_error("generated LLVM IR is invalid: " + os.str());
+  return module;
+}
+
+}  // namespace texc

@@ -1,0 +1,164 @@
+#include "compiler/backend/llvm/LLVMTarget.h"
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CodeGen.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <algorithm>
+#include <mutex>
+#include <stdexcept>
+
+namespace texc {
+
+namespace {
+
+void checkOptLevel(int optLevel) {
+  if (optLevel < 0 || optLevel > 3)
+    throw std::invalid_argument("texc: optimisation level must be 0..3, got " + std::to_string(optLevel));
+}
+
+llvm::CodeGenOptLevel codeGenLevel(int optLevel) {
+  switch (optLevel) {
+    case 0: return llvm::CodeGenOptLevel::None;
+    case 1: return llvm::CodeGenOptLevel::Less;
+    case 2: return llvm::CodeGenOptLevel::Default;
+    default: return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+std::string featureString() {
+  std::string out;
+  for (const std::string& f : hostCPUFeatures()) {
+    if (!out.empty()) out += ',';
+    out += f;
+  }
+  return out;
+}
+
+void configureIfBare(llvm::Module& M, const llvm::TargetMachine& TM) {
+  if (M.getTargetTriple().empty()) configureModule(M, TM);
+}
+
+std::string emitFile(llvm::Module& M, llvm::TargetMachine& TM, llvm::CodeGenFileType kind) {
+  // Code generation lowers and rewrites the IR it runs on; work on a copy so M stays usable.
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(M);
+  configureIfBare(*copy, TM);
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (TM.addPassesToEmitFile(pm, os, nullptr, kind))
+    throw std::runtime_error("texc: the target cannot emit this kind of file");
+  pm.run(*copy);
+  return std::string(buffer.str());
+}
+
+}  // namespace
+
+void initLLVM() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+std::string hostCPUName() { return llvm::sys::getHostCPUName().str(); }
+
+std::vector<std::string> hostCPUFeatures() {
+  std::vector<std::string> out;
+  for (const auto& f : llvm::sys::getHostCPUFeatures()) {
+    std::string name(1, f.second ? '+' : '-');
+    name += f.first();
+    out.push_back(std::move(name));
+  }
+  // StringMap order is unspecified; sort so the string (and any cache key built from it) is stable.
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(int optLevel) {
+  checkOptLevel(optLevel);
+  initLLVM();
+  const std::string triple = llvm::sys::getProcessTriple();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) throw std::runtime_error("texc: no LLVM target for " + triple + ": " + error);
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, hostCPUName(), featureString(), options, llvm::Reloc::PIC_, std::nullopt, codeGenLevel(optLevel)));
+  if (!tm) throw std::runtime_error("texc: cannot create a TargetMachine for " + triple);
+  return tm;
+}
+
+void configureModule(llvm::Module& M, const llvm::TargetMachine& TM) {
+  M.setTargetTriple(TM.getTargetTriple().str());
+  M.setDataLayout(TM.createDataLayout());
+}
+
+void optimizeModule(llvm::Module& M, llvm::TargetMachine& TM, int optLevel) {
+  checkOptLevel(optLevel);
+  configureIfBare(M, TM);
+  std::string problems;
+  llvm::raw_string_ostream problemStream(problems);
+  if (llvm::verifyModule(M, &problemStream))
+    throw std::runtime_error("texc: invalid LLVM module before optimisation:\n" + problemStream.str());
+
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopInterleaving = true;
+  tuning.LoopUnrolling = optLevel > 0;
+
+  // Declared in this order so that they are destroyed proxies-first, as LLVM requires.
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&TM, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+
+  llvm::ModulePassManager mpm;
+  switch (optLevel) {
+    case 0: mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0); break;
+    case 1: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1); break;
+    case 2: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2); break;
+    default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
+  }
+  mpm.run(M, mam);
+}
+
+std::string emitAssembly(llvm::Module& M, llvm::TargetMachine& TM) {
+  return emitFile(M, TM, llvm::CodeGenFileType::AssemblyFile);
+}
+
+std::string emitObject(llvm::Module& M, llvm::TargetMachine& TM) {
+  return emitFile(M, TM, llvm::CodeGenFileType::ObjectFile);
+}
+
+std::string printModule(const llvm::Module& M) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  M.print(os, nullptr);
+  os.flush();
+  return text;
+}
+
+}  // namespace texc

@@ -1,0 +1,49 @@
+// A small in-process JIT for the CPU backend, built on llvm::orc::LLJIT.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace llvm {
+class DataLayout;
+class LLVMContext;
+class Module;
+namespace orc {
+class LLJIT;
+}
+}  // namespace llvm
+
+namespace texc {
+
+// Compiles modules for the host CPU (same CPU name and features as createHostTargetMachine) and
+// resolves their external symbols first from symbols given to addSymbol, then from the host
+// process: libm, libc and any shared library loaded into it. Functions defined in the executable
+// itself are only visible that way when it exports them (-rdynamic); addSymbol always works.
+// Every failure is thrown as std::runtime_error carrying LLVM's message.
+struct OrcJIT {
+  explicit OrcJIT(int optLevel = 3);
+  ~OrcJIT();
+  OrcJIT(const OrcJIT&) = delete;
+  OrcJIT& operator=(const OrcJIT&) = delete;
+
+  // Takes the module and the context that owns it. A module without a data layout gets the JIT's.
+  void addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context);
+
+  // Makes `name` resolve to `address` in modules added later (runtime entry points such as
+  // texc_parallel_for).
+  void addSymbol(const std::string& name, void* address);
+
+  // Address of a symbol, compiling its module on first use. Throws if it is not defined anywhere.
+  void* lookup(const std::string& name);
+
+  const llvm::DataLayout& dataLayout() const;
+
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  // Errors that ORC reports asynchronously (e.g. "Symbols not found" while materialising), kept
+  // to be appended to the exception of the lookup that triggered them.
+  std::mutex sessionErrorsMutex;
+  std::string sessionErrors;
+};
+
+}  // namespace texc

@@ -1,0 +1,189 @@
+// texc run: compile, bind inputs, run on the CPU, write outputs all or nothing, and optionally
+// compare with the float64 reference.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "compiler/backend/llvm/CpuExecutable.h"
+#include "compiler/driver/Commands.h"
+#include "compiler/driver/Frontend.h"
+#include "compiler/reference/Reference.h"
+#include "runtime/Half.h"
+#include "runtime/Npy.h"
+#include "runtime/ThreadPool.h"
+#include "runtime/Timer.h"
+
+namespace texc {
+
+namespace {
+
+ElemType elemType(DType t) {
+  switch (t) {
+    case DType::F32: return ElemType::F32;
+    case DType::F64: return ElemType::F64;
+    case DType::F16: return ElemType::F16;
+    case DType::BF16: return ElemType::BF16;
+  }
+  return ElemType::F32;
+}
+
+double loadElement(const Tensor& t, int64_t i) {
+  switch (t.type) {
+    case ElemType::F32: return t.data.as<float>()[i];
+    case ElemType::F64: return t.data.as<double>()[i];
+    case ElemType::F16: return halfToFloat(t.data.as<uint16_t>()[i]);
+    case ElemType::BF16: return bf16ToFloat(t.data.as<uint16_t>()[i]);
+  }
+  return 0;
+}
+
+// splitmix64: a small generator whose stream is the same on every platform, so --random SEED
+// gives the same inputs everywhere.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1).
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; }
+};
+
+// Fills `t` with reproducible values in [-1, 1) derived from the seed and the input's position.
+void fillRandom(Tensor& t, uint64_t seed, size_t inputIndex) {
+  SplitMix64 rng{seed * 0x100000001B3ull + inputIndex};
+  int64_t n = numElements(t);
+  for (int64_t i = 0; i < n; ++i) {
+    double v = rng.uniform();
+    switch (t.type) {
+      case ElemType::F32: t.data.as<float>()[i] = static_cast<float>(v); break;
+      case ElemType::F64: t.data.as<double>()[i] = v; break;
+      case ElemType::F16: t.data.as<uint16_t>()[i] = floatToHalf(static_cast<float>(v)); break;
+      case ElemType::BF16: t.data.as<uint16_t>()[i] = floatToBf16(static_cast<float>(v)); break;
+    }
+  }
+}
+
+std::map<std::string, std::string> parseInputs(const std::vector<std::string>& specs, const Program& p) {
+  std::map<std::string, std::string> out;
+  for (const std::string& s : specs) {
+    size_t eq = s.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+      throw CommandError{kExitUsage, fmt::format("--input '{}': expected NAME=PATH.npy", s)};
+    std::string name = s.substr(0, eq);
+    int id = p.findTensor(name);
+    if (id < 0 || !p.tensors[id].isInput)
+      throw CommandError{kExitUsage, fmt::format("--input {}: the program has no input named '{}'", name, name)};
+    if (out.count(name)) throw CommandError{kExitUsage, fmt::format("--input {} is given twice", name)};
+    out[name] = s.substr(eq + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+int commandRun(const RunOptions& o) {
+  if (o.target != "cpu")
+    throw CommandError{kExitUsage, fmt::format("--target {}: only the cpu target is available in this build", o.target)};
+  if (o.threads < 0) throw CommandError{kExitUsage, "--threads must be >= 0"};
+  Stopwatch compileClock;
+  std::unique_ptr<Compilation> c = compileProgram(o.program.request(Stage::LLVM));
+  if (!c->ok) return kExitProgramError;
+  const Program& p = *c->state.graph;
+
+  // Inputs: every one must be given, unless --random fills the rest.
+  std::map<std::string, std::string> given = parseInputs(o.inputs, p);
+  std::vector<Tensor> tensors(p.tensors.size());
+  for (size_t k = 0; k < p.inputs.size(); ++k) {
+    const TensorInfo& t = p.tensors[p.inputs[k]];
+    auto it = given.find(t.name);
+    if (it != given.end()) {
+      try {
+        tensors[p.inputs[k]] = readNpy(it->second);
+        checkMatches(tensors[p.inputs[k]], elemType(t.dtype), t.shape, t.name, it->second);
+      } catch (const NpyError& e) {
+        throw CommandError{kExitRuntime, e.what()};
+      }
+    } else if (o.randomSeed) {
+      tensors[p.inputs[k]] = makeTensor(elemType(t.dtype), t.shape);
+      fillRandom(tensors[p.inputs[k]], *o.randomSeed, k);
+    } else {
+      throw CommandError{kExitUsage, fmt::format("input '{}' is not given: pass --input {}=PATH.npy or --random SEED", t.name, t.name)};
+    }
+  }
+  try {
+    ensureOutputDir(o.outputDir);
+  } catch (const std::exception& e) {
+    throw CommandError{kExitRuntime, e.what()};
+  }
+
+  Stopwatch jitClock;
+  std::unique_ptr<CpuExecutable> exe = CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule),
+                                                           *c->state.loops, o.program.pipeline.optLevel);
+  double jitMs = jitClock.milliseconds();
+  double compileMs = compileClock.milliseconds();
+
+  // Run.
+  std::vector<void*> ptrs(p.tensors.size());
+  try {
+    for (size_t i = 0; i < p.tensors.size(); ++i) {
+      if (!p.tensors[i].isInput) tensors[i] = makeTensor(elemType(p.tensors[i].dtype), p.tensors[i].shape);
+      ptrs[i] = tensors[i].data.data();
+    }
+  } catch (const std::bad_alloc&) {
+    throw CommandError{kExitRuntime, "out of memory allocating the program's tensors"};
+  }
+  ThreadPool pool(o.threads);
+  Stopwatch runClock;
+  exe->run(ptrs.data(), pool);
+  double runMs = runClock.milliseconds();
+
+  // Outputs, all or nothing.
+  try {
+    AtomicOutputSet outputs;
+    for (int id : p.outputs)
+      outputs.add(std::filesystem::path(o.outputDir) / (p.tensors[id].name + ".npy"), tensors[id]);
+    outputs.commit();
+  } catch (const std::exception& e) {
+    throw CommandError{kExitRuntime, e.what()};
+  }
+
+  if (o.program.timePasses) {
+    std::cerr << fmt::format("  {:<18} {:9.3f} ms\n", "jit", jitMs);
+    std::cerr << fmt::format("  {:<18} {:9.3f} ms  (parse to JIT-ready)\n", "compile total", compileMs);
+    std::cerr << fmt::format("  {:<18} {:9.3f} ms  ({} kernels, {} threads)\n", "run", runMs, exe->numKernels(), pool.numThreads());
+  }
+
+  if (o.check) {
+    std::vector<RefTensor> refInputs;
+    for (int id : p.inputs) {
+      RefTensor r;
+      r.shape = p.tensors[id].shape;
+      int64_t n = numElements(tensors[id]);
+      r.data.resize(n);
+      for (int64_t i = 0; i < n; ++i) r.data[i] = loadElement(tensors[id], i);
+      refInputs.push_back(std::move(r));
+    }
+    std::vector<RefTensor> ref = evaluateReference(p, refInputs);
+    for (int id : p.outputs) {
+      int64_t n = numElements(tensors[id]);
+      std::vector<double> got(n);
+      for (int64_t i = 0; i < n; ++i) got[i] = loadElement(tensors[id], i);
+      ErrorStats e = compareToReference(ref[id].data.data(), got.data(), n);
+      std::cout << fmt::format("{}: max abs error {:.3g}, max rel error {:.3g} vs the float64 reference\n", p.tensors[id].name,
+                               e.maxAbs, e.maxRel);
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace texc

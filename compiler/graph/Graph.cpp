@@ -1,0 +1,162 @@
+#include "compiler/graph/Graph.h"
+
+#include <fmt/format.h>
+
+#include "frontend/Sema.h"
+
+namespace texc {
+
+namespace {
+
+bool isLeaf(const Value& v) {
+  return v.kind == ValueKind::Const || v.kind == ValueKind::IndexValue || v.kind == ValueKind::Access;
+}
+
+const char* binaryName(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Mod: return "mod";
+    case BinaryOp::Lt: return "lt";
+    case BinaryOp::Le: return "le";
+    case BinaryOp::Gt: return "gt";
+    case BinaryOp::Ge: return "ge";
+    case BinaryOp::Eq: return "eq";
+    case BinaryOp::Ne: return "ne";
+    case BinaryOp::And: return "and";
+    case BinaryOp::Or: return "or";
+  }
+  return "?";
+}
+
+// True when every operand of the root is a leaf (or a boolean condition of select).
+bool isSingleOp(const Value& v) {
+  for (const Value& a : v.args)
+    if (!isLeaf(a) && !a.isBool) return false;
+  return true;
+}
+
+bool isContraction(const Value& r) {
+  const Value& body = r.args[0];
+  if (body.kind == ValueKind::Access) return false;
+  if (!(body.kind == ValueKind::Binary && body.binaryOp == BinaryOp::Mul)) return false;
+  return body.args[0].kind == ValueKind::Access && body.args[1].kind == ValueKind::Access;
+}
+
+}  // namespace
+
+std::string nodeOpName(const Computation& node) {
+  const Value& v = node.body;
+  switch (v.kind) {
+    case ValueKind::Const:
+    case ValueKind::IndexValue: return "const";
+    case ValueKind::Access: return "copy";
+    case ValueKind::Reduce: return isContraction(v) ? fmt::format("contract.{}", spelling(v.reduceKind)) : spelling(v.reduceKind);
+    default: break;
+  }
+  if (!isSingleOp(v)) return "fused";
+  if (v.kind == ValueKind::Unary) return v.unaryOp == UnaryOp::Neg ? "neg" : "not";
+  if (v.kind == ValueKind::Binary) return binaryName(v.binaryOp);
+  return builtinName(v.builtin);
+}
+
+std::string printGraph(const Graph& g) {
+  std::string out;
+  auto typeText = [](const TensorInfo& t) {
+    std::string s = dtypeName(t.dtype);
+    if (t.shape.empty()) return s;
+    s += "[";
+    for (size_t i = 0; i < t.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
+    return s + "]";
+  };
+  for (int id : g.inputs) out += fmt::format("input {} : {}\n", g.tensors[id].name, typeText(g.tensors[id]));
+  for (const Computation& c : g.computations) {
+    const TensorInfo& t = g.tensors[c.tensor];
+    std::string op = nodeOpName(c);
+    std::string rhs;
+    const Value& v = c.body;
+    if (v.kind == ValueKind::Reduce) {
+      // %m[i] = max j < 4096: x[i, j]
+      for (size_t i = 0; i < v.reduceVars.size(); ++i) {
+        const IndexVar& rv = c.vars[v.reduceVars[i]];
+        rhs += fmt::format("{}{} < {}", i ? ", " : "", rv.name, rv.extent);
+      }
+      rhs += ": " + printValue(g, c, v.args[0], true);
+    } else if (op == "fused" || op == "const" || op == "copy") {
+      rhs = printValue(g, c, v, true);
+    } else {
+      for (size_t i = 0; i < v.args.size(); ++i) rhs += (i ? ", " : "") + printValue(g, c, v.args[i], true);
+    }
+    std::string lhs;
+    for (int i = 0; i < c.numLhsVars; ++i) lhs += (i ? ", " : "") + c.vars[i].name;
+    out += fmt::format("{}%{}{} = {} {} : {}{}\n", t.isOutput ? "output " : "", t.name, lhs.empty() ? "" : "[" + lhs + "]", op,
+                       rhs, typeText(t), c.range.valid() ? fmt::format("    # line {}", c.range.begin.line) : "");
+  }
+  return out;
+}
+
+std::vector<std::string> verifyGraph(const Graph& g) {
+  std::vector<std::string> problems;
+  for (size_t ci = 0; ci < g.computations.size(); ++ci) {
+    const Computation& c = g.computations[ci];
+    auto fail = [&](const std::string& what) {
+      problems.push_back(fmt::format("node %{}: {}", c.tensor >= 0 && c.tensor < static_cast<int>(g.tensors.size()) ? g.tensors[c.tensor].name : "?", what));
+    };
+    if (c.tensor < 0 || c.tensor >= static_cast<int>(g.tensors.size())) {
+      fail("defines an unknown tensor");
+      continue;
+    }
+    if (g.tensors[c.tensor].computation != static_cast<int>(ci)) fail("tensor does not point back at its node");
+    if (c.numLhsVars != static_cast<int>(g.tensors[c.tensor].shape.size())) fail("domain rank differs from the tensor's rank");
+    for (int i = 0; i < c.numLhsVars && i < static_cast<int>(c.vars.size()); ++i)
+      if (c.vars[i].extent != g.tensors[c.tensor].shape[i]) fail(fmt::format("extent of {} differs from the tensor's shape", c.vars[i].name));
+    forEachValue(c.body, [&](const Value& v) {
+      if (v.kind == ValueKind::Access) {
+        if (v.tensor < 0 || v.tensor >= static_cast<int>(g.tensors.size())) return fail("reads an unknown tensor");
+        const TensorInfo& t = g.tensors[v.tensor];
+        if (!t.isInput && t.computation >= static_cast<int>(ci)) fail(fmt::format("reads %{} before it is defined", t.name));
+        if (v.indices.size() != t.shape.size()) fail(fmt::format("reads {} with the wrong number of indices", t.name));
+        if (v.check == AccessCheck::Guarded && v.ownerReduce < 0) fail("guarded access outside a reduction");
+      }
+      if (v.kind == ValueKind::IndexValue && (v.var < 0 || v.var >= static_cast<int>(c.vars.size()))) fail("unknown index variable");
+      if (v.kind == ValueKind::Reduce && (v.reduceId < 0 || v.reduceId >= c.numReduces)) fail("reduction id out of range");
+    });
+  }
+  for (int id : g.outputs)
+    if (id < 0 || id >= static_cast<int>(g.tensors.size()) || !g.tensors[id].isOutput) problems.push_back("bad output list");
+  return problems;
+}
+
+void compactGraph(Graph& g, const std::vector<bool>& keep) {
+  std::vector<int> remap(g.tensors.size(), -1);
+  Graph out;
+  out.lets = std::move(g.lets);
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    if (!keep[i] && !g.tensors[i].isInput && !g.tensors[i].isOutput) continue;
+    remap[i] = static_cast<int>(out.tensors.size());
+    out.tensors.push_back(std::move(g.tensors[i]));
+  }
+  for (int id : g.inputs) out.inputs.push_back(remap[id]);
+  for (int id : g.outputs) out.outputs.push_back(remap[id]);
+  for (Computation& c : g.computations) {
+    if (remap[c.tensor] < 0) continue;
+    c.tensor = remap[c.tensor];
+    forEachValueMut(c.body, [&](Value& v) {
+      if (v.kind == ValueKind::Access) v.tensor = remap[v.tensor];
+    });
+    out.tensors[c.tensor].computation = static_cast<int>(out.computations.size());
+    out.computations.push_back(std::move(c));
+  }
+  g = std::move(out);
+}
+
+void replaceUses(Graph& g, int from, int to) {
+  for (Computation& c : g.computations)
+    forEachValueMut(c.body, [&](Value& v) {
+      if (v.kind == ValueKind::Access && v.tensor == from) v.tensor = to;
+    });
+}
+
+}  // namespace texc

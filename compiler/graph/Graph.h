@@ -1,0 +1,47 @@
+// The dataflow IR.
+//
+// A graph is a texc::Program (frontend/Program.h) read as a dataflow graph: its tensors are the
+// values (edges) and each Computation is a node that defines one tensor over an iteration domain
+// (its index variables) from affine accesses of earlier tensors. Program order is a topological
+// order. Every node keeps its source range and the statement it came from.
+//
+// After `split-ops`, elementwise nodes hold one operator or function each (`%out.1 = mul ...`),
+// and a reduction is one node with its whole body (a reduction whose body is a product of
+// accesses, like matmul and convolution, is a contraction). Fusion merges nodes back into
+// multi-operator nodes; lowering emits one kernel per node.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontend/Program.h"
+
+namespace texc {
+
+using Graph = Program;
+
+// The node's operation for the printer: "add", "exp", "sum", "contract.sum", "fused", "const".
+std::string nodeOpName(const Computation& node);
+
+// One node a line, e.g.
+//   %h = add x[i0, i1], b[i1] : f32[4096, 14336]    # gelu.tex:10
+std::string printGraph(const Graph& g);
+
+// Structural problems (reads of later tensors, ranks, variables, reduction ids); empty if valid.
+std::vector<std::string> verifyGraph(const Graph& g);
+
+// Removes the tensors whose `keep` entry is false (never inputs or outputs) and renumbers every
+// reference. Callers guarantee that no kept node reads a removed tensor.
+void compactGraph(Graph& g, const std::vector<bool>& keep);
+
+// Replaces every read of tensor `from` by a read of tensor `to` (same shape) in every node.
+void replaceUses(Graph& g, int from, int to);
+
+// Walks every Value of `v` mutably, children after parents.
+template <typename F>
+void forEachValueMut(Value& v, F&& f) {
+  f(v);
+  for (Value& a : v.args) forEachValueMut(a, f);
+}
+
+}  // namespace texc

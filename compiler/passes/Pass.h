@@ -1,0 +1,71 @@
+// Passes and the state they transform.
+//
+// A pass is a plain function `bool run(CompileState&)` that returns whether it changed
+// anything; Passes.def names each one and says which IR it works on, so the pass manager can
+// list, time, verify and print after any of them.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/graph/Graph.h"
+#include "compiler/loops/LoopIR.h"
+#include "frontend/AST.h"
+#include "frontend/Diagnostics.h"
+#include "frontend/Sema.h"
+#include "frontend/Source.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace texc {
+
+enum class FuseMode : uint8_t { None, Elementwise, All };
+
+// Switches shared by run, compile and compare.
+struct PipelineOptions {
+  int optLevel = 3;  // -O0..-O3
+  FuseMode fuse = FuseMode::All;
+};
+
+struct CompileState {
+  CompileState();
+  ~CompileState();
+
+  const SourceFile* file = nullptr;
+  DiagnosticEngine* diags = nullptr;
+  LetOverrides overrides;
+  PipelineOptions options;
+
+  Module module;                          // after parse
+  std::optional<Graph> graph;             // after sema: the analysed program, then the dataflow graph
+  std::optional<loops::LoopProgram> loops;  // after lower-to-loops
+  std::unique_ptr<llvm::LLVMContext> llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule;  // after codegen-llvm
+};
+
+enum class Stage : uint8_t { Ast, Sema, Graph, Loops, LLVM };
+
+struct PassInfo {
+  const char* name;
+  Stage stage;
+  const char* summary;
+  bool (*run)(CompileState&);
+};
+
+#define PASS(Fn, Name, Stage, Summary) bool Fn(CompileState& state);
+#include "compiler/passes/Passes.def"
+#undef PASS
+
+// Every pass, in Passes.def order.
+const std::vector<PassInfo>& allPasses();
+const PassInfo* findPass(const std::string& name);
+
+// The IR a stage holds, as text (what --print-after shows).
+std::string printStage(const CompileState& state, Stage stage);
+
+}  // namespace texc

@@ -1,0 +1,127 @@
+#include "compiler/passes/PassManager.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include "runtime/Timer.h"
+
+namespace texc {
+
+CompileState::CompileState() = default;
+CompileState::~CompileState() = default;
+
+const std::vector<PassInfo>& allPasses() {
+  static const std::vector<PassInfo> passes = {
+#define PASS(Fn, Name, St, Summary) {Name, Stage::St, Summary, &Fn},
+#include "compiler/passes/Passes.def"
+#undef PASS
+  };
+  return passes;
+}
+
+const PassInfo* findPass(const std::string& name) {
+  for (const PassInfo& p : allPasses())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+std::string printStage(const CompileState& s, Stage stage) {
+  switch (stage) {
+    case Stage::Ast: return printModule(s.module);
+    case Stage::Sema: return s.graph ? printProgram(*s.graph) : "(no program: analysis failed)\n";
+    case Stage::Graph: return s.graph ? printGraph(*s.graph) : "";
+    case Stage::Loops: return s.loops ? printLoopProgram(*s.loops) : "";
+    case Stage::LLVM: {
+      if (!s.llvmModule) return "";
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      s.llvmModule->print(os, nullptr);
+      return os.str();
+    }
+  }
+  return "";
+}
+
+namespace {
+
+const char* stageExtension(Stage stage) {
+  switch (stage) {
+    case Stage::Ast: return "tex";
+    case Stage::Sema: return "sema.txt";
+    case Stage::Graph: return "graph.txt";
+    case Stage::Loops: return "loops.txt";
+    case Stage::LLVM: return "ll";
+  }
+  return "txt";
+}
+
+void verify(const CompileState& s, const PassInfo& pass) {
+  std::vector<std::string> problems;
+  if ((pass.stage == Stage::Sema || pass.stage == Stage::Graph) && s.graph) problems = verifyGraph(*s.graph);
+  if (pass.stage == Stage::Loops && s.loops) problems = loops::verifyLoopProgram(*s.loops);
+  if (problems.empty()) return;
+  std::string msg = fmt::format("internal error: the IR is invalid after pass '{}':", pass.name);
+  for (const std::string& p : problems) msg += "\n  " + p;
+  throw std::logic_error(msg);
+}
+
+}  // namespace
+
+std::string checkPassNames(const Instrumentation& inst) {
+  for (const auto* set : {&inst.printAfter, &inst.printBefore})
+    for (const std::string& name : *set)
+      if (!findPass(name)) {
+        std::string known;
+        for (const PassInfo& p : allPasses()) known += (known.empty() ? "" : ", ") + std::string(p.name);
+        return fmt::format("unknown pass '{}' (passes: {})", name, known);
+      }
+  return "";
+}
+
+bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, const Instrumentation& inst,
+                 std::vector<PassTiming>* timings) {
+  std::ostream& out = inst.out ? *inst.out : std::cerr;
+  if (!inst.dumpDir.empty()) std::filesystem::create_directories(inst.dumpDir);
+  int index = 0;
+  for (const PassInfo* pass : pipeline) {
+    ++index;
+    if (inst.printBefore.count(pass->name))
+      out << fmt::format("// ----- IR before {} -----\n{}", pass->name, printStage(s, pass->stage));
+    Stopwatch clock;
+    bool changed = pass->run(s);
+    double ms = clock.milliseconds();
+    if (timings) timings->push_back({pass->name, ms, changed});
+    if (s.diags && s.diags->hasErrors()) return false;
+    if (inst.verifyEachPass) verify(s, *pass);
+    if (inst.printAfterAll || inst.printAfter.count(pass->name)) {
+      out << fmt::format("// ----- IR after {} -----\n", pass->name);
+      out << (changed || index == 1 ? printStage(s, pass->stage) : "(unchanged)\n");
+    }
+    if (!inst.dumpDir.empty()) {
+      auto path = std::filesystem::path(inst.dumpDir) / fmt::format("{:02d}-{}.{}", index, pass->name, stageExtension(pass->stage));
+      std::ofstream f(path);
+      f << printStage(s, pass->stage);
+      if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", path.string()));
+    }
+  }
+  return true;
+}
+
+void printTimings(std::ostream& out, const std::vector<PassTiming>& timings) {
+  double total = 0;
+  out << "===== pass timings =====\n";
+  for (const PassTiming& t : timings) {
+    out << fmt::format("  {:<18} {:9.3f} ms{}\n", t.name, t.ms, t.changed ? "" : "  (unchanged)");
+    total += t.ms;
+  }
+  out << fmt::format("  {:<18} {:9.3f} ms\n", "total", total);
+}
+
+}  // namespace texc

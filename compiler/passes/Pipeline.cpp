@@ -1,0 +1,35 @@
+#include "compiler/passes/Pipeline.h"
+
+namespace texc {
+
+namespace {
+
+// The whole pipeline, one line per pass, with why it runs there.
+const char* const kPipeline[] = {
+    "parse",            // everything starts from the AST
+    "sema",             // ranges, shapes and bounds must be known before any graph is built
+    "split-ops",        // the unfused graph: one node per operator, the baseline every pass improves
+    "constant-fold",    // before simplify, so identities see folded constants (rsqrt(64) -> 0.125)
+    "simplify",         // exact identities; may expose more duplicates for cse
+    "cse",              // before dce, which removes the duplicates cse leaves unread
+    "dce",              //
+    "fuse-statements",  // after the cleanups, so it merges only what survived
+    "dce",              // the merged producers are now unread
+    "lower-to-loops",   // graph -> loop nests
+    "codegen-llvm",     // loop IR -> LLVM IR
+    "optimize-llvm",    // LLVM's own pipeline for the host
+};
+
+}  // namespace
+
+std::vector<const PassInfo*> buildPipeline(Stage until) {
+  std::vector<const PassInfo*> out;
+  for (const char* name : kPipeline) {
+    const PassInfo* p = findPass(name);
+    if (p->stage > until) break;
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace texc

@@ -1,0 +1,112 @@
+// constant-fold: operators whose operands are all constants are evaluated at compile time (in
+// float64, then rounded to the node's dtype when it is stored, as at run time), and a node whose
+// whole body is a constant is forwarded into the reads of it that need no guard.
+#include <cmath>
+
+#include "compiler/passes/Pass.h"
+
+namespace texc {
+
+namespace {
+
+bool isConst(const Value& v) { return v.kind == ValueKind::Const; }
+
+double applyBuiltin(Builtin b, const std::vector<double>& a) {
+  switch (b) {
+    case Builtin::Exp: return std::exp(a[0]);
+    case Builtin::Log: return std::log(a[0]);
+    case Builtin::Sqrt: return std::sqrt(a[0]);
+    case Builtin::Rsqrt: return 1.0 / std::sqrt(a[0]);
+    case Builtin::Tanh: return std::tanh(a[0]);
+    case Builtin::Sigmoid: return 1.0 / (1.0 + std::exp(-a[0]));
+    case Builtin::Relu: return std::isnan(a[0]) ? a[0] : std::max(a[0], 0.0);
+    case Builtin::Abs: return std::fabs(a[0]);
+    case Builtin::Erf: return std::erf(a[0]);
+    case Builtin::Sin: return std::sin(a[0]);
+    case Builtin::Cos: return std::cos(a[0]);
+    case Builtin::Floor: return std::floor(a[0]);
+    case Builtin::Ceil: return std::ceil(a[0]);
+    case Builtin::Pow: return std::pow(a[0], a[1]);
+    case Builtin::Min: return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::min(a[0], a[1]);
+    case Builtin::Max: return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::max(a[0], a[1]);
+    case Builtin::Select: break;
+  }
+  return NAN;
+}
+
+// Folds `v` in place; returns whether anything changed.
+bool fold(Value& v) {
+  bool changed = false;
+  for (Value& a : v.args) changed |= fold(a);
+  if (v.isBool) return changed;
+  for (const Value& a : v.args)
+    if (!isConst(a) && !(v.kind == ValueKind::Call && v.builtin == Builtin::Select)) return changed;
+  double r;
+  switch (v.kind) {
+    case ValueKind::Unary: r = -v.args[0].constant; break;
+    case ValueKind::Binary:
+      switch (v.binaryOp) {
+        case BinaryOp::Add: r = v.args[0].constant + v.args[1].constant; break;
+        case BinaryOp::Sub: r = v.args[0].constant - v.args[1].constant; break;
+        case BinaryOp::Mul: r = v.args[0].constant * v.args[1].constant; break;
+        case BinaryOp::Div: r = v.args[0].constant / v.args[1].constant; break;
+        default: return changed;
+      }
+      break;
+    case ValueKind::Call: {
+      if (v.builtin == Builtin::Select) {
+        // select(c, a, b) with a constant comparison picks its branch.
+        const Value& c = v.args[0];
+        if (c.kind != ValueKind::Binary || !isComparison(c.binaryOp) || !isConst(c.args[0]) || !isConst(c.args[1])) return changed;
+        double x = c.args[0].constant, y = c.args[1].constant;
+        bool t = c.binaryOp == BinaryOp::Lt ? x < y : c.binaryOp == BinaryOp::Le ? x <= y : c.binaryOp == BinaryOp::Gt ? x > y
+               : c.binaryOp == BinaryOp::Ge ? x >= y : c.binaryOp == BinaryOp::Eq ? x == y : x != y;
+        Value pick = t ? v.args[1] : v.args[2];
+        v = std::move(pick);
+        return true;
+      }
+      std::vector<double> a;
+      for (const Value& x : v.args) a.push_back(x.constant);
+      r = applyBuiltin(v.builtin, a);
+      break;
+    }
+    default: return changed;
+  }
+  SourceRange range = v.range;
+  v = Value{};
+  v.kind = ValueKind::Const;
+  v.constant = r;
+  v.range = range;
+  return true;
+}
+
+}  // namespace
+
+bool runConstantFold(CompileState& s) {
+  Graph& g = *s.graph;
+  bool changed = false;
+  for (Computation& c : g.computations) changed |= fold(c.body);
+  // Forward constant nodes into unguarded reads (a guarded read must still skip its term).
+  for (Computation& c : g.computations) {
+    forEachValueMut(c.body, [&](Value& v) {
+      if (v.kind != ValueKind::Access || v.check != AccessCheck::InBounds) return;
+      const TensorInfo& t = g.tensors[v.tensor];
+      if (t.isInput || t.computation < 0) return;
+      const Value& src = g.computations[t.computation].body;
+      if (src.kind != ValueKind::Const) return;
+      double value = src.constant;
+      // Round as the stored tensor would be.
+      if (t.dtype == DType::F32) value = static_cast<float>(value);
+      if (t.dtype == DType::F16 || t.dtype == DType::BF16) return;
+      SourceRange range = v.range;
+      v = Value{};
+      v.kind = ValueKind::Const;
+      v.constant = value;
+      v.range = range;
+      changed = true;
+    });
+  }
+  return changed;
+}
+
+}  // namespace texc
