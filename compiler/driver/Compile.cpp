@@ -15,7 +15,7 @@ namespace {
 Stage stageFor(const std::string& emit) {
   if (emit == "ast") return Stage::Ast;
   if (emit == "sema") return Stage::Sema;
-  if (emit == "ir") return Stage::Graph;
+  if (emit == "ir" || emit == "dot") return Stage::Graph;
   if (emit == "loops") return Stage::Loops;
   return Stage::LLVM;
 }
@@ -32,6 +32,8 @@ int commandCompile(const CompileOptions& o) {
   if (o.emit == "asm" || o.emit == "obj") {
     auto tm = createHostTargetMachine(o.program.pipeline.optLevel);
     bytes = o.emit == "asm" ? emitAssembly(*c->state.llvmModule, *tm) : emitObject(*c->state.llvmModule, *tm);
+  } else if (o.emit == "dot") {
+    bytes = printGraphDot(*c->state.graph);
   } else {
     bytes = printStage(c->state, until);
   }

@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
   addProgramOptions(compile, compileOpts.program, true);
   compile->add_option("--emit", compileOpts.emit,
                       "ast (parsed program as source), sema (analysed program), ir (dataflow graph), "
-                      "loops (loop IR), llvm (.ll), asm, obj")
-      ->check(CLI::IsMember({"ast", "sema", "ir", "loops", "llvm", "asm", "obj"}))
+                      "dot (dataflow graph for Graphviz), loops (loop IR), llvm (.ll), asm, obj")
+      ->check(CLI::IsMember({"ast", "sema", "ir", "dot", "loops", "llvm", "asm", "obj"}))
       ->capture_default_str();
   compile->add_option("--target", compileOpts.target, "cpu")->capture_default_str();
   compile->add_option("-o", compileOpts.output, "output path (default: standard output)");

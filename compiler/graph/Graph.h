@@ -27,6 +27,9 @@ std::string nodeOpName(const Computation& node);
 //   %h = add x[i0, i1], b[i1] : f32[4096, 14336]    # gelu.tex:10
 std::string printGraph(const Graph& g);
 
+// The graph in Graphviz dot syntax (`--emit dot`).
+std::string printGraphDot(const Graph& g);
+
 // Structural problems (reads of later tensors, ranks, variables, reduction ids); empty if valid.
 std::vector<std::string> verifyGraph(const Graph& g);
 
