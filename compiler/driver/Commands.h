@@ -41,6 +41,7 @@ struct RunOptions {
   std::string target = "cpu";
   int threads = 0;  // 0: one per core
   bool check = false;
+  int repeat = 0;  // > 0: time that many runs after the first and print median and min
 };
 
 int commandCheck(const ProgramOptions& options);

@@ -2,6 +2,7 @@
 // compare with the float64 reference.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -146,6 +147,17 @@ int commandRun(const RunOptions& o) {
   Stopwatch runClock;
   exe->run(ptrs.data(), pool);
   double runMs = runClock.milliseconds();
+  if (o.repeat > 0) {
+    // Kernel time only: the first run above was the warm-up (page faults, caches).
+    std::vector<double> samples;
+    for (int r = 0; r < o.repeat; ++r) {
+      Stopwatch clock;
+      exe->run(ptrs.data(), pool);
+      samples.push_back(clock.milliseconds());
+    }
+    std::cerr << fmt::format("time: median {:.4f} ms, min {:.4f} ms over {} runs ({} kernels, {} threads)\n", median(samples),
+                             *std::min_element(samples.begin(), samples.end()), o.repeat, exe->numKernels(), pool.numThreads());
+  }
 
   // Outputs, all or nothing.
   try {

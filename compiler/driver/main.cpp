@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
   run->add_option("--output-dir", runOpts.outputDir, "where outputs go (created if missing)")->capture_default_str();
   run->add_option("--target", runOpts.target, "cpu")->capture_default_str();
   run->add_option("--threads", runOpts.threads, "threads to run on (default: one per core)");
+  run->add_option("--repeat", runOpts.repeat, "after the run, time N more runs and print the median and min kernel time")
+      ->check(CLI::NonNegativeNumber);
   run->add_flag("--check", runOpts.check, "also run the float64 reference and print each output's error");
 
   CLI::App* passes = app.add_subcommand("passes", "list the pass pipeline in order");
