@@ -233,7 +233,7 @@ class KernelGen {
   llvm::Value* expr(const Expr& e) {
     switch (e.kind) {
       case ExprKind::Const: return llvm::ConstantFP::get(ft_, e.constant);
-      case ExprKind::VarValue: return b_.CreateSIToFP(vars_[e.var], ft_);
+      case ExprKind::VarValue: return b_.CreateSIToFP(e.index.empty() ? vars_[e.var] : index(e.index[0]), ft_);
       case ExprKind::Load: {
         const loops::Buffer& buf = p_.buffers[e.buffer];
         llvm::Value* v = b_.CreateAlignedLoad(storageType(ctx_, buf.dtype), address(e.buffer, e.index),

@@ -85,6 +85,9 @@ std::vector<std::string> hostCPUFeatures() {
     name += f.first();
     out.push_back(std::move(name));
   }
+  // LLVM tunes Intel's AVX-512 parts to prefer 256-bit vectors, which would leave the loop
+  // vectoriser at <8 x float> there; our elementwise math-heavy loops gain from full width.
+  if (std::find(out.begin(), out.end(), "+avx512f") != out.end()) out.push_back("-prefer-256-bit");
   // StringMap order is unspecified; sort so the string (and any cache key built from it) is stable.
   std::sort(out.begin(), out.end());
   return out;

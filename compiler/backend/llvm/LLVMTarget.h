@@ -19,7 +19,8 @@ void initLLVM();
 
 // The host CPU name ("znver3", "skylake-avx512", ...) and its features as LLVM names, each with a
 // leading '+' or '-' ("+avx2", "-avx512f"). The JIT and createHostTargetMachine use exactly these,
-// so code is tuned for the machine it runs on (AVX-512 where present).
+// so code is tuned for the machine it runs on. On AVX-512 hosts the list also turns off LLVM's
+// "prefer-256-bit" tuning (set for Intel's AVX-512 CPUs), so loops vectorise 512 bits wide.
 std::string hostCPUName();
 std::vector<std::string> hostCPUFeatures();
 

@@ -49,8 +49,7 @@ OrcJIT::OrcJIT(int optLevel) {
   });
 
   // Fall back to the host process for anything the JIT'd modules do not define (libm, runtime).
-  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      jit->getDataLayout().getGlobalPrefix());
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit->getDataLayout().getGlobalPrefix());
   if (!process) fail("cannot search the host process for symbols", process.takeError());
   jit->getMainJITDylib().addGenerator(std::move(*process));
 }

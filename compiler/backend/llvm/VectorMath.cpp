@@ -24,6 +24,7 @@ using llvm::Value;
 // Polynomial coefficients, lowest order first. They come from a Remez (minimax) fit in 40-digit
 // arithmetic with the coefficients then rounded to float or double; the fitted function, interval
 // and error of each are listed in docs/vector-math.md. F tables hold float-representable values.
+// clang-format off
 // expm1(r) = r + r^2 * Q(r) on |r| <= ln2/2: Q's coefficients.
 constexpr double kExpm1F[] = {
     0x1.fffffep-2, 0x1.5554aep-3, 0x1.555676p-5, 0x1.122886p-7, 0x1.6bebdep-10};
@@ -99,6 +100,7 @@ constexpr double kErfTail53_4_5[] = {
     0x1.f1491051c33fbp-24, -0x1.8341f65723b17p-24, 0x1.f8dec2b7ea807p-25, -0x1.0f29657362e03p-25,
     0x1.d2a1762b64eeap-27, -0x1.33c06b41bbc0ep-28, 0x1.2266b15711559p-30, -0x1.5b04d744484e9p-33,
     0x1.888ad0ec1c42ep-37};
+// clang-format on
 
 // Small-|x| part of erf: x * (c0 + z * P(z)), z = x^2, with c0 = 2/sqrt(pi) kept as hi + lo.
 constexpr double kErfC0F[] = {0x1.20dd76p+0, -0x1.f7ac94p-25};
@@ -110,8 +112,11 @@ struct ErfPiece {
   std::span<const double> coeffs;
 };
 constexpr ErfPiece kErfTailF[] = {{1.0, kErfTail24_1}, {1.8, kErfTail24_1_8}, {2.8, kErfTail24_2_8}};
-constexpr ErfPiece kErfTailD[] = {{0.75, kErfTail53_0_75}, {1.6, kErfTail53_1_6}, {2.5, kErfTail53_2_5},
-                                  {3.5, kErfTail53_3_5}, {4.5, kErfTail53_4_5}};
+constexpr ErfPiece kErfTailD[] = {{0.75, kErfTail53_0_75},
+                                  {1.6, kErfTail53_1_6},
+                                  {2.5, kErfTail53_2_5},
+                                  {3.5, kErfTail53_3_5},
+                                  {4.5, kErfTail53_4_5}};
 // Above these erf rounds to +-1 (erfc(x) < half an ulp of 1).
 constexpr double kErfOneF = 3.92;
 constexpr double kErfOneD = 5.93;
@@ -210,13 +215,11 @@ struct StrictFP {
 };
 
 // expm1(r) for |r| <= ln2/2 as r + r^2 * Q(r).
-Value* expm1Kernel(Emitter& e, Value* r) {
-  return e.fma(e.mul(r, r), e.horner(r, e.table(kExpm1F, kExpm1D)), r);
-}
+Value* expm1Kernel(Emitter& e, Value* r) { return e.fma(e.mul(r, r), e.horner(r, e.table(kExpm1F, kExpm1D)), r); }
 
 struct ReducedLn2 {
   Value* n;   // integer-valued
-  Value* r;   // |r| <= ln2/2 (a little more at the clamps)
+  Value* r;   // |r| <= ln2/2
   Value* lo;  // low-order part of r, or nullptr
 };
 
@@ -245,7 +248,7 @@ Value* expCore(Emitter& e, Value* x, Value* lo) {
   Value* small = e.mul(e.mul(red.r, red.r), e.horner(red.r, e.table(kExpm1F, kExpm1D)));
   Value* pHi = e.add(e.c(1.0), red.r);
   Value* pLo = e.add(e.sub(e.c(1.0), pHi), red.r);  // exact, as |r| < 1
-  if (red.lo) small = e.fma(red.lo, pHi, small);   // exp(r + lo) ~ exp(r) * (1 + lo)
+  if (red.lo) small = e.fma(red.lo, pHi, small);    // exp(r + lo) ~ exp(r) * (1 + lo)
   Value* p = e.add(pHi, e.add(pLo, small));
   Value* n1 = e.floor(e.mul(red.n, e.c(0.5)));
   Value* n2 = e.sub(red.n, n1);
@@ -319,8 +322,8 @@ std::pair<Value*, Value*> logDoubleDouble(Emitter& e, Value* a) {
   Value* c3l = e.add(e.fma(z, sh, e.neg(c3)), e.fma(zl, sh, e.mul(e.mul(z, e.c(3.0)), sl)));
   // (2/3) s^3 = th + tl.
   Value* th = e.mul(e.c(kTwoThirdsHi), c3);
-  Value* tl = e.add(e.fma(e.c(kTwoThirdsHi), c3, e.neg(th)),
-                    e.fma(e.c(kTwoThirdsHi), c3l, e.mul(e.c(kTwoThirdsLo), c3)));
+  Value* tl =
+      e.add(e.fma(e.c(kTwoThirdsHi), c3, e.neg(th)), e.fma(e.c(kTwoThirdsHi), c3l, e.mul(e.c(kTwoThirdsLo), c3)));
   // s^5 * Q(s^2) needs only double precision.
   Value* tail = e.mul(e.mul(c3, z), e.horner(z, kLogTailD));
   // k*ln2 + 2s + (2/3)s^3 + tail, summing the large terms exactly (Fast2Sum: |k*ln2| >= |2s| or k == 0,
@@ -377,9 +380,7 @@ TrigReduced reduceTrig(Emitter& e, Value* ax) {
   return {r, e.toInt(qMod4), inDomain};
 }
 
-Value* sinKernel(Emitter& e, Value* r, Value* z) {
-  return e.fma(e.mul(r, z), e.horner(z, e.table(kSinF, kSinD)), r);
-}
+Value* sinKernel(Emitter& e, Value* r, Value* z) { return e.fma(e.mul(r, z), e.horner(z, e.table(kSinF, kSinD)), r); }
 
 Value* cosKernel(Emitter& e, Value* z) {
   return e.fma(z, e.fma(z, e.horner(z, e.table(kCosF, kCosD)), e.c(-0.5)), e.c(1.0));
@@ -447,7 +448,8 @@ Value* emitErf(llvm::IRBuilder<>& B, Value* x) {
   Value* inner = e.fma(z, e.horner(z, e.table(kErfSmallF, kErfSmallD)), e.c(c0[1]));
   Value* small = e.fma(x, e.c(c0[0]), e.mul(x, inner));
   // Further out: piecewise erfc polynomials, the piece's coefficients chosen per lane by select.
-  std::span<const ErfPiece> pieces = e.f64 ? std::span<const ErfPiece>(kErfTailD) : std::span<const ErfPiece>(kErfTailF);
+  std::span<const ErfPiece> pieces =
+      e.f64 ? std::span<const ErfPiece>(kErfTailD) : std::span<const ErfPiece>(kErfTailF);
   Value* oneAt = e.c(e.pick(kErfOneF, kErfOneD));
   Value* a = e.sel(e.ogt(ax, oneAt), oneAt, ax);
   std::vector<Value*> inPiece;

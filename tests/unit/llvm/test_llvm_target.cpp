@@ -79,7 +79,9 @@ TEST_CASE("modules print, optimise at every level and emit assembly and objects"
   const std::string object = texc::emitObject(*om.module, *tm);
   REQUIRE(object.size() > 4);
 #ifdef __linux__
-  CHECK(object.compare(0, 4, "\x7f" "ELF") == 0);
+  CHECK(object.compare(0, 4,
+                       "\x7f"
+                       "ELF") == 0);
 #endif
   // Emission works on a copy; the module itself is untouched (apart from its new triple).
   texc::configureModule(*om.module, *tm);
@@ -103,8 +105,8 @@ TEST_CASE("OrcJIT runs code, resolves host symbols and reports missing ones", "[
   texc::OrcJIT jit(3);
   OwnedModule om;
   addIntAdder(*om.module);
-  addCaller(*om.module, "cos_plus_one", "cos");                      // from libm, via the process
-  addCaller(*om.module, "triple_plus_one", "texc_test_triple");      // registered by hand below
+  addCaller(*om.module, "cos_plus_one", "cos");                  // from libm, via the process
+  addCaller(*om.module, "triple_plus_one", "texc_test_triple");  // registered by hand below
   jit.addSymbol("texc_test_triple", reinterpret_cast<void*>(&texc_test_triple));
   jit.addModule(std::move(om.module), std::move(om.context));
 

@@ -204,7 +204,8 @@ void addSpecials(Sweep<T>& s) {
 
 template <class T>
 void linspace(Sweep<T>& s, double lo, double hi, size_t n) {
-  for (size_t i = 0; i < n; ++i) s.add(static_cast<T>(lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(n - 1)));
+  for (size_t i = 0; i < n; ++i)
+    s.add(static_cast<T>(lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(n - 1)));
 }
 
 // |x| log-uniform in [lo, hi], both signs.
@@ -290,7 +291,8 @@ Sweep<T> powSweep() {
   std::mt19937_64 rng(7);
   Sweep<T> s;
   // Every pair of special values.
-  const T specials[] = {T(0), -T(0), T(1), T(-1), T(0.5), T(-0.5), T(2), T(-2), T(3), T(-3), T(1.5), T(-1.5),
+  const T specials[] = {T(0),     -T(0),     T(1),           T(-1),    T(0.5),          T(-0.5),
+                        T(2),     T(-2),     T(3),           T(-3),    T(1.5),          T(-1.5),
                         inf<T>(), -inf<T>(), L::quiet_NaN(), L::min(), L::denorm_min(), L::max()};
   for (T a : specials)
     for (T b : specials) s.add(a, b);
@@ -449,8 +451,8 @@ TEST_CASE("the optimised f32 tanh loop is vectorised and calls no libm", "[llvm]
 }
 
 TEST_CASE("every f32 and f64 function vectorises", "[llvm][vector-math]") {
-  for (MathFn fn : {MathFn::Exp, MathFn::Log, MathFn::Tanh, MathFn::Sigmoid, MathFn::Erf, MathFn::Sin, MathFn::Cos,
-                    MathFn::Pow}) {
+  for (MathFn fn :
+       {MathFn::Exp, MathFn::Log, MathFn::Tanh, MathFn::Sigmoid, MathFn::Erf, MathFn::Sin, MathFn::Cos, MathFn::Pow}) {
     for (bool f64 : {false, true}) {
       INFO(texc::mathName(fn) << (f64 ? " f64" : " f32"));
       const std::string ir = buildKernel(fn, f64).optimizedIR;
@@ -471,10 +473,11 @@ bool sameBits(T a, T b) {
 template <class T>
 void checkVectorAndLevels(MathFn fn) {
   const bool f64 = sizeof(T) == 8;
-  const std::vector<T> x = {T(-3.5), T(-1), T(-0.25), T(0), T(0.1), T(0.75), T(2), T(1.25e3),
-                            -T(0), inf<T>(), -inf<T>(), std::numeric_limits<T>::quiet_NaN(), T(7), T(-2.5e-3), T(40), T(3)};
-  const std::vector<T> y = {T(2), T(-3), T(0.5), T(-1), T(3), T(2.5), T(-0.5), T(1.5),
-                            T(3), T(-2), T(3), T(1), T(-7), T(2), T(0.25), T(-4)};
+  const std::vector<T> x = {T(-3.5), T(-1),      T(-0.25), T(0),     T(0.1),    T(0.75),
+                            T(2),    T(1.25e3),  -T(0),    inf<T>(), -inf<T>(), std::numeric_limits<T>::quiet_NaN(),
+                            T(7),    T(-2.5e-3), T(40),    T(3)};
+  const std::vector<T> y = {T(2), T(-3), T(0.5), T(-1), T(3),  T(2.5), T(-0.5), T(1.5),
+                            T(3), T(-2), T(3),   T(1),  T(-7), T(2),   T(0.25), T(-4)};
   const bool binary = texc::mathArity(fn) == 2;
   const std::vector<T> scalarO3 = binary ? run(buildKernel(fn, f64), x, &y) : run(buildKernel(fn, f64), x);
   // The expansion is deterministic IEEE arithmetic: every level and every vector width agree bitwise.
@@ -509,8 +512,8 @@ void checkVectorAndLevels(MathFn fn) {
 }  // namespace
 
 TEST_CASE("vector arguments, libm calls and all optimisation levels agree", "[llvm][vector-math]") {
-  for (MathFn fn : {MathFn::Exp, MathFn::Log, MathFn::Tanh, MathFn::Sigmoid, MathFn::Erf, MathFn::Sin, MathFn::Cos,
-                    MathFn::Pow}) {
+  for (MathFn fn :
+       {MathFn::Exp, MathFn::Log, MathFn::Tanh, MathFn::Sigmoid, MathFn::Erf, MathFn::Sin, MathFn::Cos, MathFn::Pow}) {
     INFO(texc::mathName(fn));
     checkVectorAndLevels<float>(fn);
     checkVectorAndLevels<double>(fn);
@@ -521,8 +524,8 @@ TEST_CASE("the emitters restore the builder's fast-math flags", "[llvm][vector-m
   llvm::LLVMContext context;
   llvm::Module module("fmf", context);
   llvm::Type* f32 = llvm::Type::getFloatTy(context);
-  auto* f = llvm::Function::Create(llvm::FunctionType::get(f32, {f32}, false), llvm::Function::ExternalLinkage,
-                                   "f", module);
+  auto* f =
+      llvm::Function::Create(llvm::FunctionType::get(f32, {f32}, false), llvm::Function::ExternalLinkage, "f", module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", f));
   llvm::FastMathFlags fast;
   fast.setFast();
