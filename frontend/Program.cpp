@@ -67,3 +67,61 @@ int Program::findTensor(std::string_view name) const {
 }
 
 }  // namespace texc
+
+namespace texc {
+
+namespace {
+
+int64_t saturate(__int128 v) {
+  if (v > INT64_MAX) return INT64_MAX;
+  if (v < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+// Collects the affine part of `e` (coefficient per variable, constant) scaled by `c`; floor
+// division and modulo are kept whole as atoms.
+void linearize(const IndexExpr& e, __int128 c, std::vector<__int128>& coeff, std::vector<std::pair<const IndexExpr*, __int128>>& atoms,
+               __int128& c0) {
+  switch (e.kind) {
+    case IndexExpr::Kind::Const: c0 += c * e.constant; return;
+    case IndexExpr::Kind::Var: coeff[e.var] += c; return;
+    case IndexExpr::Kind::Add:
+      linearize(e.ops[0], c, coeff, atoms, c0);
+      linearize(e.ops[1], c, coeff, atoms, c0);
+      return;
+    case IndexExpr::Kind::Sub:
+      linearize(e.ops[0], c, coeff, atoms, c0);
+      linearize(e.ops[1], -c, coeff, atoms, c0);
+      return;
+    case IndexExpr::Kind::Mul: linearize(e.ops[0], c * e.constant, coeff, atoms, c0); return;
+    case IndexExpr::Kind::FloorDiv:
+    case IndexExpr::Kind::Mod: atoms.push_back({&e, c}); return;
+  }
+}
+
+}  // namespace
+
+Interval rangeOfIndex(const IndexExpr& e, const std::vector<IndexVar>& vars) {
+  std::vector<__int128> coeff(vars.size(), 0);
+  std::vector<std::pair<const IndexExpr*, __int128>> atoms;
+  __int128 c0 = 0;
+  linearize(e, 1, coeff, atoms, c0);
+  __int128 lo = c0, hi = c0;
+  auto add = [&](__int128 c, __int128 a, __int128 b) {
+    __int128 x = c * a, y = c * b;
+    lo += std::min(x, y);
+    hi += std::max(x, y);
+  };
+  for (size_t v = 0; v < vars.size(); ++v)
+    if (coeff[v] != 0) add(coeff[v], 0, vars[v].extent - 1);
+  for (auto& [atom, c] : atoms) {
+    Interval in = rangeOfIndex(atom->ops[0], vars);
+    int64_t k = atom->constant;
+    if (atom->kind == IndexExpr::Kind::FloorDiv) add(c, floorDiv(in.lo, k), floorDiv(in.hi, k));
+    else if (floorDiv(in.lo, k) == floorDiv(in.hi, k)) add(c, floorMod(in.lo, k), floorMod(in.hi, k));
+    else add(c, 0, k - 1);
+  }
+  return {saturate(lo), saturate(hi)};
+}
+
+}  // namespace texc

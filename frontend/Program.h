@@ -55,6 +55,19 @@ struct IndexExpr {
   static IndexExpr makeVar(int v) { IndexExpr e; e.kind = Kind::Var; e.var = v; return e; }
 };
 
+// max and min as texc computes them (IEEE 754-2019 maximum/minimum, LLVM's llvm.maximum): NaN
+// propagates, and -0 counts as less than +0. Used by the reference and by constant folding.
+inline double maximumOf(double a, double b) {
+  if (a != a || b != b) return a + b;
+  if (a == b) return (a == 0 && __builtin_signbit(a)) ? b : a;
+  return a > b ? a : b;
+}
+inline double minimumOf(double a, double b) {
+  if (a != a || b != b) return a + b;
+  if (a == b) return (a == 0 && __builtin_signbit(a)) ? a : b;
+  return a < b ? a : b;
+}
+
 // Floor division and modulo as the language defines them (rounding toward -infinity).
 inline int64_t floorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -64,6 +77,12 @@ inline int64_t floorMod(int64_t a, int64_t b) { return a - floorDiv(a, b) * b; }
 
 // Evaluates `e` with index variable values `vals`.
 int64_t evalIndex(const IndexExpr& e, const std::vector<int64_t>& vals);
+
+struct IndexVar;
+// The exact range of `e` over the boxes of `vars` (affine parts summed per variable; floor
+// division and modulo applied to the range of their operand), as semantic analysis computes it.
+// Saturates instead of overflowing.
+Interval rangeOfIndex(const IndexExpr& e, const std::vector<IndexVar>& vars);
 
 // Where an index variable's extent came from.
 enum class RangeSource : uint8_t { Bound, Inferred, Broadcast };
@@ -82,7 +101,8 @@ struct IndexVar {
 // A node of the value expression of a computation.
 enum class ValueKind : uint8_t {
   Const,       // a number (`let` names used as values are folded in)
-  IndexValue,  // an index variable used as a value (converted to the float dtype)
+  IndexValue,  // an index variable used as a value (converted to the float dtype); after fusion
+               // substitutes variables, the value of indices[0] when `indices` is not empty
   Access,      // T[indices]: a tensor element
   Unary,       // -a, !a
   Binary,      // a op b (arithmetic, comparison or logic)

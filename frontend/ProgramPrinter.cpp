@@ -80,7 +80,10 @@ struct Printer {
       case ValueKind::Const:
         if (v.constant < 0) prec = kUnary;
         return numberText(v.constant);
-      case ValueKind::IndexValue: return c.vars[v.var].name;
+      case ValueKind::IndexValue:
+        if (v.indices.empty()) return c.vars[v.var].name;
+        prec = kAtom;
+        return "(" + index(v.indices[0]) + ")";
       case ValueKind::Access: return access(v);
       case ValueKind::Unary: prec = kUnary; return spelling(v.unaryOp) + sub(v.args[0], kUnary, true);
       case ValueKind::Binary: {

@@ -120,7 +120,7 @@ std::vector<std::string> verifyGraph(const Graph& g) {
         if (v.indices.size() != t.shape.size()) fail(fmt::format("reads {} with the wrong number of indices", t.name));
         if (v.check == AccessCheck::Guarded && v.ownerReduce < 0) fail("guarded access outside a reduction");
       }
-      if (v.kind == ValueKind::IndexValue && (v.var < 0 || v.var >= static_cast<int>(c.vars.size()))) fail("unknown index variable");
+      if (v.kind == ValueKind::IndexValue && v.indices.empty() && (v.var < 0 || v.var >= static_cast<int>(c.vars.size()))) fail("unknown index variable");
       if (v.kind == ValueKind::Reduce && (v.reduceId < 0 || v.reduceId >= c.numReduces)) fail("reduction id out of range");
     });
   }
@@ -152,11 +152,16 @@ void compactGraph(Graph& g, const std::vector<bool>& keep) {
   g = std::move(out);
 }
 
-void replaceUses(Graph& g, int from, int to) {
+bool replaceUses(Graph& g, int from, int to) {
+  bool any = false;
   for (Computation& c : g.computations)
     forEachValueMut(c.body, [&](Value& v) {
-      if (v.kind == ValueKind::Access && v.tensor == from) v.tensor = to;
+      if (v.kind == ValueKind::Access && v.tensor == from) {
+        v.tensor = to;
+        any = true;
+      }
     });
+  return any;
 }
 
 }  // namespace texc

@@ -37,8 +37,9 @@ std::vector<std::string> verifyGraph(const Graph& g);
 // reference. Callers guarantee that no kept node reads a removed tensor.
 void compactGraph(Graph& g, const std::vector<bool>& keep);
 
-// Replaces every read of tensor `from` by a read of tensor `to` (same shape) in every node.
-void replaceUses(Graph& g, int from, int to);
+// Replaces every read of tensor `from` by a read of tensor `to` (same shape) in every node;
+// returns whether there was any.
+bool replaceUses(Graph& g, int from, int to);
 
 // Walks every Value of `v` mutably, children after parents.
 template <typename F>

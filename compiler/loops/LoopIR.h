@@ -26,7 +26,7 @@ struct Expr {
   ExprKind kind = ExprKind::Const;
   bool isBool = false;
   double constant = 0;             // Const
-  int var = -1;                    // VarValue
+  int var = -1;                    // VarValue: a loop variable, or index[0] when index is set
   int buffer = -1;                 // Load
   std::vector<IndexExpr> index;    // Load: one per dimension, over loop variables
   int acc = -1;                    // AccRead

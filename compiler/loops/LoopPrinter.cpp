@@ -40,7 +40,7 @@ struct Printer {
       case ExprKind::Const:
         if (std::isinf(e.constant)) return e.constant > 0 ? "inf" : "-inf";
         return fmt::format("{}", e.constant);
-      case ExprKind::VarValue: return fmt::format("float({})", k.varNames[e.var]);
+      case ExprKind::VarValue: return fmt::format("float({})", e.index.empty() ? k.varNames[e.var] : index(e.index[0]));
       case ExprKind::Load: return access(e.buffer, e.index);
       case ExprKind::AccRead: return fmt::format("acc{}", e.acc);
       case ExprKind::Unary: return fmt::format("({}{})", spelling(e.unaryOp), expr(e.args[0]));
@@ -140,7 +140,8 @@ struct Verifier {
 
   void expr(const Expr& e) {
     if (e.kind == ExprKind::Load) access(e.buffer, e.index);
-    if (e.kind == ExprKind::VarValue && (e.var < 0 || e.var >= static_cast<int>(bound.size()) || !bound[e.var]))
+    if (e.kind == ExprKind::VarValue && !e.index.empty()) index(e.index[0]);
+    else if (e.kind == ExprKind::VarValue && (e.var < 0 || e.var >= static_cast<int>(bound.size()) || !bound[e.var]))
       fail("variable value used outside its loop");
     if (e.kind == ExprKind::AccRead && (e.acc < 0 || e.acc >= k.numAccs)) fail(fmt::format("unknown accumulator {}", e.acc));
     for (const Expr& a : e.args) expr(a);

@@ -55,6 +55,7 @@ class Lowering {
       case ValueKind::IndexValue:
         e.kind = ExprKind::VarValue;
         e.var = v.var;
+        e.index = v.indices;  // fused programs may use an index expression as a value
         return e;
       case ValueKind::Access:
         e.kind = ExprKind::Load;

@@ -32,6 +32,14 @@ struct PipelineOptions {
   FuseMode fuse = FuseMode::All;
 };
 
+// One fusion decision: a producer, the nodes that read it, and why it was or was not fused.
+struct FusionDecision {
+  std::string producer;
+  std::string consumers;
+  bool fused = false;
+  std::string reason;
+};
+
 struct CompileState {
   CompileState();
   ~CompileState();
@@ -43,6 +51,7 @@ struct CompileState {
 
   Module module;                          // after parse
   std::optional<Graph> graph;             // after sema: the analysed program, then the dataflow graph
+  std::vector<FusionDecision> fusionDecisions;  // after fuse
   std::optional<loops::LoopProgram> loops;  // after lower-to-loops
   std::unique_ptr<llvm::LLVMContext> llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;  // after codegen-llvm

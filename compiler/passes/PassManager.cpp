@@ -36,7 +36,13 @@ std::string printStage(const CompileState& s, Stage stage) {
   switch (stage) {
     case Stage::Ast: return printModule(s.module);
     case Stage::Sema: return s.graph ? printProgram(*s.graph) : "(no program: analysis failed)\n";
-    case Stage::Graph: return s.graph ? printGraph(*s.graph) : "";
+    case Stage::Graph: {
+      if (!s.graph) return "";
+      std::string text = printGraph(*s.graph);
+      for (const FusionDecision& d : s.fusionDecisions)
+        text += fmt::format("# {} -> {}: {}\n", d.producer, d.consumers, d.reason);
+      return text;
+    }
     case Stage::Loops: return s.loops ? printLoopProgram(*s.loops) : "";
     case Stage::LLVM: {
       if (!s.llvmModule) return "";

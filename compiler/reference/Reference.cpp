@@ -15,13 +15,14 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // np.maximum / np.minimum: a NaN on either side gives NaN.
+// NaN propagates (np.maximum); -0 < +0 (IEEE maximum, as the compiled code computes it).
 double maxNaN(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return kNaN;
-  return a > b ? a : b;
+  return maximumOf(a, b);
 }
 double minNaN(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return kNaN;
-  return a < b ? a : b;
+  return minimumOf(a, b);
 }
 
 double identity(ReduceKind k) {
@@ -140,7 +141,8 @@ double evalBinary(const Value& v, Eval& e) {
 double eval(const Value& v, Eval& e) {
   switch (v.kind) {
     case ValueKind::Const: return v.constant;
-    case ValueKind::IndexValue: return static_cast<double>(e.vals[v.var]);
+    case ValueKind::IndexValue:
+      return static_cast<double>(v.indices.empty() ? e.vals[v.var] : evalIndex(v.indices[0], e.vals));
     case ValueKind::Access: {
       const RefTensor& t = e.tensors[v.tensor];
       int64_t off = accessOffset(v, t, e.vals);

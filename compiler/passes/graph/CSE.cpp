@@ -47,8 +47,7 @@ bool runCSE(CompileState& s) {
     std::string key = nodeKey(g, c);
     auto [it, fresh] = seen.emplace(key, c.tensor);
     if (fresh || g.tensors[c.tensor].isOutput) continue;
-    replaceUses(g, c.tensor, it->second);
-    changed = true;
+    changed |= replaceUses(g, c.tensor, it->second);
   }
   return changed;
 }

@@ -1,6 +1,6 @@
 // constant-fold: operators whose operands are all constants are evaluated at compile time (in
-// float64, then rounded to the node's dtype when it is stored, as at run time), and a node whose
-// whole body is a constant is forwarded into the reads of it that need no guard.
+// float64), and a node whose whole body is a constant its dtype stores exactly is forwarded into
+// the reads of it that need no guard.
 #include <cmath>
 
 #include "compiler/passes/Pass.h"
@@ -19,7 +19,7 @@ double applyBuiltin(Builtin b, const std::vector<double>& a) {
     case Builtin::Rsqrt: return 1.0 / std::sqrt(a[0]);
     case Builtin::Tanh: return std::tanh(a[0]);
     case Builtin::Sigmoid: return 1.0 / (1.0 + std::exp(-a[0]));
-    case Builtin::Relu: return std::isnan(a[0]) ? a[0] : std::max(a[0], 0.0);
+    case Builtin::Relu: return maximumOf(a[0], 0.0);
     case Builtin::Abs: return std::fabs(a[0]);
     case Builtin::Erf: return std::erf(a[0]);
     case Builtin::Sin: return std::sin(a[0]);
@@ -27,8 +27,8 @@ double applyBuiltin(Builtin b, const std::vector<double>& a) {
     case Builtin::Floor: return std::floor(a[0]);
     case Builtin::Ceil: return std::ceil(a[0]);
     case Builtin::Pow: return std::pow(a[0], a[1]);
-    case Builtin::Min: return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::min(a[0], a[1]);
-    case Builtin::Max: return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::max(a[0], a[1]);
+    case Builtin::Min: return minimumOf(a[0], a[1]);
+    case Builtin::Max: return maximumOf(a[0], a[1]);
     case Builtin::Select: break;
   }
   return NAN;
@@ -95,9 +95,9 @@ bool runConstantFold(CompileState& s) {
       const Value& src = g.computations[t.computation].body;
       if (src.kind != ValueKind::Const) return;
       double value = src.constant;
-      // Round as the stored tensor would be.
-      if (t.dtype == DType::F32) value = static_cast<float>(value);
+      // Forward only values the tensor stores exactly, so no rounding step disappears.
       if (t.dtype == DType::F16 || t.dtype == DType::BF16) return;
+      if (t.dtype == DType::F32 && static_cast<double>(static_cast<float>(value)) != value && !std::isnan(value)) return;
       SourceRange range = v.range;
       v = Value{};
       v.kind = ValueKind::Const;

@@ -18,11 +18,13 @@ namespace {
 
 bool isConst(const Value& v, double c) { return v.kind == ValueKind::Const && v.constant == c; }
 bool isNegZero(const Value& v) { return v.kind == ValueKind::Const && v.constant == 0 && std::signbit(v.constant); }
+// A power of two whose reciprocal is also a normal f32 (and f64) number: only then is
+// x / c == x * (1/c) exactly in both compute types.
 bool isPowerOfTwo(double c) {
   if (!(c != 0) || !std::isfinite(c)) return false;
   int exp;
   double m = std::frexp(std::fabs(c), &exp);
-  return m == 0.5 && std::isfinite(1.0 / c) && 1.0 / c != 0;
+  return m == 0.5 && exp - 1 >= -126 && exp - 1 <= 126;
 }
 
 bool simplify(Value& v) {

@@ -83,7 +83,9 @@ class Splitter {
     const TensorInfo& t = in_.tensors[current_->tensor];
     TensorInfo info;
     info.name = fmt::format("{}.{}", name_, ++counter_);
-    info.dtype = t.dtype;
+    // Intermediates hold the statement's compute type (f32 for f16/bf16 statements): splitting
+    // must not add rounding steps that the statement does not have.
+    info.dtype = computeDType(t.dtype);
     info.shape = t.shape;
     info.defRange = body.range;
     int id = add(info);

@@ -1,0 +1,80 @@
+#include "compiler/analysis/Cost.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+namespace texc {
+
+namespace {
+
+double flopsOf(const Value& v, const Computation& c, double points) {
+  double own = 0;
+  double inner = points;
+  switch (v.kind) {
+    case ValueKind::Unary: own = v.unaryOp == UnaryOp::Neg ? 1 : 0; break;
+    case ValueKind::Binary: own = 1; break;
+    case ValueKind::Call: own = v.builtin == Builtin::Rsqrt ? 2 : 1; break;
+    case ValueKind::Reduce:
+      for (int rv : v.reduceVars) inner *= static_cast<double>(c.vars[rv].extent);
+      own = 0;
+      break;
+    default: break;
+  }
+  double total = own * points;
+  if (v.kind == ValueKind::Reduce) total += inner;  // one combine per term
+  for (const Value& a : v.args) total += flopsOf(a, c, inner);
+  return total;
+}
+
+}  // namespace
+
+std::vector<KernelCost> costOfKernels(const Graph& g) {
+  std::vector<KernelCost> out;
+  for (const Computation& c : g.computations) {
+    KernelCost k;
+    const TensorInfo& t = g.tensors[c.tensor];
+    k.name = t.name;
+    k.op = nodeOpName(c);
+    k.bytesWritten = static_cast<double>(t.numElements()) * dtypeBytes(t.dtype);
+    // Distinct elements read per tensor: the largest box any access of it covers.
+    std::map<int, double> read;
+    forEachValue(c.body, [&](const Value& v) {
+      if (v.kind != ValueKind::Access) return;
+      const TensorInfo& src = g.tensors[v.tensor];
+      double box = 1;
+      for (size_t d = 0; d < v.indices.size(); ++d) {
+        Interval r = rangeOfIndex(v.indices[d], c.vars);
+        int64_t lo = std::max<int64_t>(r.lo, 0), hi = std::min<int64_t>(r.hi, src.shape[d] - 1);
+        box *= hi >= lo ? static_cast<double>(hi - lo + 1) : 0;
+      }
+      double& b = read[v.tensor];
+      b = std::max(b, box);
+    });
+    for (auto& [id, elems] : read) k.bytesRead += elems * dtypeBytes(g.tensors[id].dtype);
+    k.arrays = static_cast<int>(read.size()) + 1;
+    double points = 1;
+    for (int v = 0; v < c.numLhsVars; ++v) points *= static_cast<double>(c.vars[v].extent);
+    k.flops = flopsOf(c.body, c, points);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+std::optional<HardwareModel> namedHardwareModel(const std::string& name) {
+  // Figures from NVIDIA's H100 (SXM5) and H200 product briefs; the 4 us launch overhead is the
+  // one the lecture notes use for small kernels.
+  if (name == "h100") return HardwareModel{"h100", 3350, 67000, 4, "NVIDIA H100 SXM5 datasheet: 3.35 TB/s HBM3, 67 TFLOP/s fp32"};
+  if (name == "h200") return HardwareModel{"h200", 4800, 67000, 4, "NVIDIA H200 datasheet: 4.8 TB/s HBM3e, 67 TFLOP/s fp32"};
+  return std::nullopt;
+}
+
+RooflineTime roofline(const KernelCost& k, const HardwareModel& hw) {
+  RooflineTime t;
+  t.memoryUs = k.bytes() / (hw.bandwidthGBs * 1e3);
+  t.computeUs = hw.peakGflops > 0 ? k.flops / (hw.peakGflops * 1e3) : 0;
+  t.launchUs = hw.launchOverheadUs;
+  return t;
+}
+
+}  // namespace texc

@@ -1,0 +1,229 @@
+// fuse: producer-into-consumer fusion on the dataflow graph.
+//
+// A producer node is fused by substituting its expression for every read of it, with its index
+// variables replaced by the reader's index expressions (so a consumer may read it at a mapped
+// index: pool reads conv at 2*y + dy). A reduction in the producer moves with it and becomes an
+// accumulator inside the consumer's loops: matmul + bias + gelu, conv + scale/bias + max pool
+// become one kernel, and the fused tensors are never allocated.
+//
+// Cost rule. The recomputation factor of a producer P is the number of times its elements are
+// computed after fusion divided by its number of elements: for each distinct read of P (reads
+// with the same index expressions in one consumer count once; LLVM computes them once), the
+// size of the iteration domain around the read, divided by |P|. P is fused when
+//   - it is not an output (an output is written anyway), and every read is proven in bounds
+//     (a read that may fall outside skips its term; the check needs P's own index), and
+//   - P is elementwise and the factor is at most 2 (softmax's exp feeds both the sum and the
+//     normalisation: computed twice, never stored), or
+//   - P contains a reduction and the factor is at most 1 (each result computed once) and
+//     --fuse=all (--fuse=elementwise keeps every reduction a kernel of its own).
+// Producers are considered last first. Every decision is recorded with its reason (printed
+// after the pass and by texc explain).
+#include <fmt/format.h>
+
+#include <map>
+
+#include "compiler/passes/Pass.h"
+
+namespace texc {
+
+namespace {
+
+bool hasReduce(const Value& v) {
+  bool found = false;
+  forEachValue(v, [&](const Value& x) { found |= x.kind == ValueKind::Reduce; });
+  return found;
+}
+
+std::string indexKey(const IndexExpr& ix) {
+  std::string k = fmt::format("({} {} {}", static_cast<int>(ix.kind), ix.constant, ix.var);
+  for (const IndexExpr& o : ix.ops) k += indexKey(o);
+  return k + ")";
+}
+
+// A read of the producer: where it is and how large the iteration domain around it is.
+struct Read {
+  int consumer;  // computation index
+  std::string key;
+  double domain;
+  bool inBounds;
+};
+
+// Finds the reads of tensor `t` in computation `ci`, with the domain size around each.
+void findReads(const Graph& g, int ci, int t, std::vector<Read>& out) {
+  const Computation& c = g.computations[ci];
+  double lhs = 1;
+  for (int v = 0; v < c.numLhsVars; ++v) lhs *= static_cast<double>(c.vars[v].extent);
+  struct Walker {
+    const Computation& c;
+    int t, ci;
+    std::vector<Read>& out;
+    void walk(const Value& v, double domain) {
+      if (v.kind == ValueKind::Access && v.tensor == t) {
+        std::string key;
+        for (const IndexExpr& ix : v.indices) key += indexKey(ix);
+        out.push_back({ci, key, domain, v.check == AccessCheck::InBounds});
+      }
+      double inner = domain;
+      if (v.kind == ValueKind::Reduce)
+        for (int rv : v.reduceVars) inner *= static_cast<double>(c.vars[rv].extent);
+      for (const Value& a : v.args) walk(a, inner);
+    }
+  };
+  Walker{c, t, ci, out}.walk(c.body, lhs);
+}
+
+// Substitutes a copy of producer `p`'s expression for the read `site` inside consumer `c`.
+class Inliner {
+ public:
+  Inliner(const Graph& g, Computation& c, const Computation& p) : g_(g), c_(c), p_(p) {}
+
+  Value inlineAt(const Value& site) {
+    // Producer variables: left-hand ones become the read's index expressions; reduction
+    // variables are appended to the consumer; reduction ids are shifted past the consumer's.
+    map_.assign(p_.vars.size(), IndexExpr{});
+    for (int v = 0; v < p_.numLhsVars; ++v) map_[v] = site.indices[v];
+    for (size_t v = p_.numLhsVars; v < p_.vars.size(); ++v) {
+      IndexVar iv = p_.vars[v];
+      iv.reduction += c_.numReduces;
+      map_[v] = IndexExpr::makeVar(static_cast<int>(c_.vars.size()));
+      c_.vars.push_back(std::move(iv));
+    }
+    reduceShift_ = c_.numReduces;
+    c_.numReduces += p_.numReduces;
+    siteOwner_ = site.ownerReduce;
+    Value body = p_.body;
+    rewrite(body);
+    return body;
+  }
+
+ private:
+  IndexExpr substitute(const IndexExpr& ix) const {
+    if (ix.kind == IndexExpr::Kind::Var) {
+      IndexExpr r = map_[ix.var];
+      r.range = ix.range;
+      return r;
+    }
+    IndexExpr r = ix;
+    for (IndexExpr& o : r.ops) o = substitute(o);
+    return r;
+  }
+
+  void rewrite(Value& v) {
+    switch (v.kind) {
+      case ValueKind::IndexValue: {
+        IndexExpr e = v.indices.empty() ? substitute(IndexExpr::makeVar(v.var)) : substitute(v.indices[0]);
+        v.indices.clear();
+        if (e.kind == IndexExpr::Kind::Var) v.var = e.var;
+        else v.indices.push_back(std::move(e));
+        break;
+      }
+      case ValueKind::Access: {
+        for (IndexExpr& ix : v.indices) ix = substitute(ix);
+        v.ownerReduce = v.ownerReduce >= 0 ? v.ownerReduce + reduceShift_ : siteOwner_;
+        v.indexRanges.clear();
+        for (const IndexExpr& ix : v.indices) v.indexRanges.push_back(rangeOfIndex(ix, c_.vars));
+        break;
+      }
+      case ValueKind::Reduce:
+        v.reduceId += reduceShift_;
+        for (int& rv : v.reduceVars) rv = map_[rv].var;
+        break;
+      default: break;
+    }
+    for (Value& a : v.args) rewrite(a);
+  }
+
+  const Graph& g_;
+  Computation& c_;
+  const Computation& p_;
+  std::vector<IndexExpr> map_;
+  int reduceShift_ = 0;
+  int siteOwner_ = -1;
+};
+
+void inlineReads(Graph& g, Computation& c, int t) {
+  const Computation& p = g.computations[g.tensors[t].computation];
+  // Collect first, then substitute: substitution grows c.vars, which the walk reads.
+  std::vector<Value*> sites;
+  forEachValueMut(c.body, [&](Value& v) {
+    if (v.kind == ValueKind::Access && v.tensor == t) sites.push_back(&v);
+  });
+  for (Value* site : sites) {
+    Value replacement = Inliner(g, c, p).inlineAt(*site);
+    replacement.range = site->range;
+    *site = std::move(replacement);
+  }
+}
+
+std::string factorText(double f) { return f == static_cast<int64_t>(f) ? fmt::format("{}", static_cast<int64_t>(f)) : fmt::format("{:.2f}", f); }
+
+}  // namespace
+
+bool runFuse(CompileState& s) {
+  s.fusionDecisions.clear();
+  if (s.options.fuse == FuseMode::None) return false;
+  Graph& g = *s.graph;
+  bool changed = false;
+  // Nodes already fused into all their readers: their own reads no longer count.
+  std::vector<bool> dead(g.computations.size(), false);
+  // Last producer first: by the time a producer is considered, the nodes after it that will be
+  // fused are already inside their readers, so its reads are counted where they end up
+  // (gelu's five reads of h all land in one node, at one index).
+  for (size_t pi = g.computations.size(); pi-- > 0;) {
+    const Computation& p = g.computations[pi];
+    const TensorInfo& pt = g.tensors[p.tensor];
+    std::vector<Read> reads;
+    for (size_t ci = pi + 1; ci < g.computations.size(); ++ci)
+      if (!dead[ci]) findReads(g, static_cast<int>(ci), p.tensor, reads);
+    if (reads.empty()) continue;
+
+    // Distinct reads per consumer, and the recomputation factor.
+    std::map<std::pair<int, std::string>, double> distinct;
+    bool allInBounds = true;
+    for (const Read& r : reads) {
+      double& d = distinct[{r.consumer, r.key}];
+      d = std::max(d, r.domain);
+      allInBounds &= r.inBounds;
+    }
+    double total = 0;
+    for (auto& [key, domain] : distinct) total += domain;
+    double factor = total / static_cast<double>(pt.numElements());
+    bool reduction = hasReduce(p.body);
+
+    std::vector<std::string> consumers;
+    for (auto& [key, domain] : distinct) {
+      const std::string& name = g.tensors[g.computations[key.first].tensor].name;
+      if (consumers.empty() || consumers.back() != name) consumers.push_back(name);
+    }
+    std::string into;
+    for (const std::string& n : consumers) into += (into.empty() ? "" : ", ") + n;
+
+    FusionDecision d{pt.name, into, false, ""};
+    if (pt.isOutput) {
+      d.reason = "not fused: it is an output, written anyway; its readers load it";
+    } else if (!allInBounds) {
+      d.reason = "not fused: a read may fall outside it and skip its term; fusing would lose that check";
+    } else if (reduction && s.options.fuse == FuseMode::Elementwise) {
+      d.reason = "not fused: it is a reduction and --fuse=elementwise fuses elementwise nodes only";
+    } else if (reduction && factor > 1) {
+      d.reason = fmt::format("not fused: its reduction would be recomputed {}x (its elements are read {} times each); a reduction is fused only when computed once",
+                             factorText(factor), factorText(factor));
+    } else if (!reduction && factor > 2) {
+      d.reason = fmt::format("not fused: recomputation cost {}x > 2x (its elements are read {} times each)", factorText(factor),
+                             factorText(factor));
+    } else {
+      d.fused = true;
+      d.reason = factor <= 1 ? "fused: each element is computed once, inside its reader's loop"
+                             : fmt::format("fused: recomputed {}x (<= 2x), never stored", factorText(factor));
+    }
+    s.fusionDecisions.push_back(d);
+    if (!d.fused) continue;
+    for (size_t ci = pi + 1; ci < g.computations.size(); ++ci)
+      if (!dead[ci]) inlineReads(g, g.computations[ci], p.tensor);
+    dead[pi] = true;
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace texc

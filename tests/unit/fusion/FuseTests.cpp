@@ -1,0 +1,203 @@
+// The fuse pass: which producers it fuses, why, and that fusion never changes results.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "compiler/passes/PassManager.h"
+#include "compiler/passes/Pipeline.h"
+#include "compiler/reference/Reference.h"
+
+namespace {
+
+using namespace texc;
+
+struct Compiled {
+  std::unique_ptr<SourceFile> file;
+  std::unique_ptr<DiagnosticEngine> diags;
+  CompileState state;
+  Program analysed;  // as semantic analysis left it, before any graph pass
+};
+
+std::unique_ptr<Compiled> compile(const std::string& source, FuseMode mode, LetOverrides overrides = {}) {
+  auto c = std::make_unique<Compiled>();
+  c->file = std::make_unique<SourceFile>("t.tex", source);
+  c->diags = std::make_unique<DiagnosticEngine>(c->file.get());
+  c->state.file = c->file.get();
+  c->state.diags = c->diags.get();
+  c->state.overrides = overrides;
+  c->state.options.fuse = mode;
+  Instrumentation inst;
+  inst.verifyEachPass = true;
+  std::vector<const PassInfo*> front = buildPipeline(Stage::Sema);
+  bool ok = runPipeline(c->state, front, inst);
+  INFO(c->diags->render());
+  REQUIRE(ok);
+  c->analysed = *c->state.graph;
+  std::vector<const PassInfo*> graphPasses;
+  for (const char* name : {"split-ops", "constant-fold", "simplify", "cse", "dce", "fuse", "dce"}) graphPasses.push_back(findPass(name));
+  REQUIRE(runPipeline(c->state, graphPasses, inst));
+  return c;
+}
+
+std::string source(const std::string& example) {
+  std::ifstream in(std::string(TEXC_SOURCE_DIR) + "/examples/" + example);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t kernels(const Compiled& c) {
+  UNSCOPED_INFO(printStage(c.state, Stage::Graph));
+  return c.state.graph->computations.size();
+}
+
+const FusionDecision* decision(const Compiled& c, const std::string& producer) {
+  for (const FusionDecision& d : c.state.fusionDecisions)
+    if (d.producer == producer) return &d;
+  return nullptr;
+}
+
+// Runs the analysed program and the fused graph through the float64 reference on the same random
+// inputs; fusion must not change any output beyond reassociation-free rounding (none here: the
+// reference evaluates both in float64 in the same order within a term).
+void requireSameResults(const Compiled& c) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  std::vector<RefTensor> inputs;
+  for (int id : c.analysed.inputs) {
+    RefTensor t;
+    t.shape = c.analysed.tensors[id].shape;
+    t.data.resize(c.analysed.tensors[id].numElements());
+    for (double& x : t.data) x = dist(rng);
+    inputs.push_back(std::move(t));
+  }
+  std::vector<RefTensor> before = evaluateReference(c.analysed, inputs);
+  std::vector<RefTensor> after = evaluateReference(*c.state.graph, inputs);
+  REQUIRE(c.analysed.outputs.size() == c.state.graph->outputs.size());
+  for (size_t k = 0; k < c.analysed.outputs.size(); ++k) {
+    const RefTensor& a = before[c.analysed.outputs[k]];
+    const RefTensor& b = after[c.state.graph->outputs[k]];
+    REQUIRE(a.data.size() == b.data.size());
+    ErrorStats e = compareToReference(a.data.data(), b.data.data(), a.data.size());
+    CHECK(e.maxAbs <= 1e-12);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gelu with bias and residual becomes one kernel", "[fusion]") {
+  auto c = compile(source("gelu.tex"), FuseMode::All, {{"N", 8}, {"D", 16}});
+  CHECK(kernels(*c) == 1);
+  CHECK(decision(*c, "h")->fused);
+  requireSameResults(*c);
+}
+
+TEST_CASE("--fuse=none keeps one kernel per operator", "[fusion]") {
+  auto c = compile(source("gelu.tex"), FuseMode::None, {{"N", 8}, {"D", 16}});
+  CHECK(kernels(*c) == 11);
+  CHECK(c->state.fusionDecisions.empty());
+}
+
+TEST_CASE("matmul + bias + gelu is one kernel", "[fusion]") {
+  auto c = compile(R"(
+let M = 8; let K = 16; let N = 12
+input A : f32[M, K]
+input B : f32[K, N]
+input bias : f32[N]
+C[i, j] = sum(k: A[i, k] * B[k, j])
+h = C + bias
+output y = 0.5 * h * (1 + erf(h * 0.7071067811865476))
+)",
+                   FuseMode::All);
+  CHECK(kernels(*c) == 1);
+  CHECK(decision(*c, "C")->fused);
+  requireSameResults(*c);
+}
+
+TEST_CASE("conv + scale/bias + 2x2 max pool is one kernel; conv is never allocated", "[fusion]") {
+  auto c = compile(source("conv_pool.tex"), FuseMode::All, {{"C", 3}, {"K", 4}, {"H", 8}, {"W", 6}});
+  CHECK(kernels(*c) == 1);
+  CHECK(c->state.graph->findTensor("conv") < 0);
+  CHECK(decision(*c, "conv")->fused);
+  CHECK(decision(*c, "sb")->fused);
+  requireSameResults(*c);
+}
+
+TEST_CASE("softmax: exp is recomputed twice, never stored; reductions stay kernels", "[fusion]") {
+  auto c = compile(source("softmax.tex"), FuseMode::All, {{"R", 5}, {"D", 7}});
+  CHECK(kernels(*c) == 3);  // max, sum of exp, normalise
+  const FusionDecision* e = decision(*c, "e");
+  REQUIRE(e);
+  CHECK(e->fused);
+  CHECK(e->reason.find("2x") != std::string::npos);
+  const FusionDecision* m = decision(*c, "m");
+  REQUIRE(m);
+  CHECK_FALSE(m->fused);
+  requireSameResults(*c);
+}
+
+TEST_CASE("a reduction read many times is not recomputed", "[fusion]") {
+  auto c = compile(source("layernorm.tex"), FuseMode::All, {{"R", 4}, {"D", 8}});
+  const FusionDecision* mean = decision(*c, "mean");
+  REQUIRE(mean);
+  CHECK_FALSE(mean->fused);
+  // mean = sum(...) * (1/D) is read inside var's sum and by y: each element 2 * D = 16 times.
+  CHECK(mean->reason.find("16x") != std::string::npos);
+  requireSameResults(*c);
+}
+
+TEST_CASE("an elementwise producer read by a contraction is not recomputed per output", "[fusion]") {
+  auto c = compile(R"(
+input A : f32[8, 16]
+input B : f32[16, 32]
+R = relu(A)
+output C[i, j] = sum(k: R[i, k] * B[k, j])
+)",
+                   FuseMode::All);
+  const FusionDecision* r = decision(*c, "R");
+  REQUIRE(r);
+  CHECK_FALSE(r->fused);
+  CHECK(r->reason.find("32x") != std::string::npos);
+  requireSameResults(*c);
+}
+
+TEST_CASE("a read that may fall outside the producer blocks fusion", "[fusion]") {
+  auto c = compile(R"(
+input x : f32[16]
+input w : f32[3]
+t = x * 2
+output y[i < 16] = sum(r: t[i + r - 1] * w[r])
+)",
+                   FuseMode::All);
+  const FusionDecision* t = decision(*c, "t");
+  REQUIRE(t);
+  CHECK_FALSE(t->fused);
+  requireSameResults(*c);
+}
+
+TEST_CASE("--fuse=elementwise keeps reductions as their own kernels", "[fusion]") {
+  auto c = compile(source("conv_pool.tex"), FuseMode::Elementwise, {{"C", 3}, {"K", 4}, {"H", 8}, {"W", 6}});
+  CHECK_FALSE(decision(*c, "conv")->fused);
+  CHECK(kernels(*c) == 2);
+  requireSameResults(*c);
+}
+
+TEST_CASE("fusion preserves every example's results", "[fusion]") {
+  const std::vector<std::pair<std::string, LetOverrides>> programs = {
+      {"gelu.tex", {{"N", 3}, {"D", 5}}},          {"matmul.tex", {{"M", 3}, {"K", 5}, {"N", 4}}},
+      {"softmax.tex", {{"R", 3}, {"D", 9}}},       {"layernorm.tex", {{"R", 3}, {"D", 9}}},
+      {"attention.tex", {{"N", 9}, {"Dh", 4}}},    {"avgpool_pad.tex", {{"C", 2}, {"H", 7}, {"W", 5}}},
+      {"conv_pool.tex", {{"C", 2}, {"K", 3}, {"H", 6}, {"W", 4}}},
+  };
+  for (const auto& [file, overrides] : programs) {
+    for (FuseMode mode : {FuseMode::All, FuseMode::Elementwise}) {
+      DYNAMIC_SECTION(file << (mode == FuseMode::All ? " all" : " elementwise")) {
+        auto c = compile(source(file), mode, overrides);
+        requireSameResults(*c);
+      }
+    }
+  }
+}
