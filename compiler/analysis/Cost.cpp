@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace texc {
 
 namespace {
 
-double flopsOf(const Value& v, const Computation& c, double points) {
+// Each distinct subexpression counts once (the compiled code computes a repeated one once:
+// gelu's fused kernel reads x + b five times and adds once).
+double flopsOf(const Value& v, const Computation& c, double points, std::set<std::string>& seen) {
+  if (v.kind != ValueKind::Const && v.kind != ValueKind::Access && v.kind != ValueKind::IndexValue && !seen.insert(valueKey(v)).second)
+    return 0;
   double own = 0;
   double inner = points;
   switch (v.kind) {
@@ -23,7 +28,7 @@ double flopsOf(const Value& v, const Computation& c, double points) {
   }
   double total = own * points;
   if (v.kind == ValueKind::Reduce) total += inner;  // one combine per term
-  for (const Value& a : v.args) total += flopsOf(a, c, inner);
+  for (const Value& a : v.args) total += flopsOf(a, c, inner, seen);
   return total;
 }
 
@@ -55,7 +60,8 @@ std::vector<KernelCost> costOfKernels(const Graph& g) {
     k.arrays = static_cast<int>(read.size()) + 1;
     double points = 1;
     for (int v = 0; v < c.numLhsVars; ++v) points *= static_cast<double>(c.vars[v].extent);
-    k.flops = flopsOf(c.body, c, points);
+    std::set<std::string> seen;
+    k.flops = flopsOf(c.body, c, points, seen);
     out.push_back(std::move(k));
   }
   return out;

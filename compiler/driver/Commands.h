@@ -44,7 +44,21 @@ struct RunOptions {
   int repeat = 0;  // > 0: time that many runs after the first and print median and min
 };
 
+struct ExplainOptions {
+  ProgramOptions program;
+  std::string hw = "host";  // host (measured), h100, h200
+};
+
+struct CompareOptions {
+  ProgramOptions program;
+  uint64_t seed = 1;
+  int threads = 0;
+  int repeat = 10;
+};
+
 int commandCheck(const ProgramOptions& options);
+int commandExplain(const ExplainOptions& options);
+int commandCompare(const CompareOptions& options);
 int commandCompile(const CompileOptions& options);
 int commandRun(const RunOptions& options);
 int commandPasses();

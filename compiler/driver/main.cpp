@@ -2,7 +2,9 @@
 // Commands.h. Exit statuses: 0 success, 1 program errors, 2 usage, 3 run-time failure.
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <iostream>
+#include <string>
 #include <stdexcept>
 
 #include "compiler/driver/Commands.h"
@@ -62,6 +64,20 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   run->add_flag("--check", runOpts.check, "also run the float64 reference and print each output's error");
 
+  ExplainOptions explainOpts;
+  CLI::App* explain = app.add_subcommand("explain", "dataflow table, kernels fused vs unfused with bytes, FLOPs and roofline time, fusion decisions");
+  addProgramOptions(explain, explainOpts.program, true);
+  explain->add_option("--hw", explainOpts.hw, "hardware model: host (measured once, cached), h100, h200")
+      ->check(CLI::IsMember({"host", "h100", "h200"}))
+      ->capture_default_str();
+
+  CompareOptions compareOpts;
+  CLI::App* compare = app.add_subcommand("compare", "run the program unfused, elementwise-fused and fused; time and check each");
+  addProgramOptions(compare, compareOpts.program, true);
+  compare->add_option("--random", compareOpts.seed, "seed of the random inputs")->capture_default_str();
+  compare->add_option("--threads", compareOpts.threads, "threads to run on (default: one per core)");
+  compare->add_option("--repeat", compareOpts.repeat, "timed runs per variant, after one warm-up")->capture_default_str();
+
   CLI::App* passes = app.add_subcommand("passes", "list the pass pipeline in order");
 
   try {
@@ -69,6 +85,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // CLI11 only says "A subcommand is required" for `texc frobnicate`: name the word it did not know.
+    if (argc > 1 && argv[1][0] != '-' && app.get_subcommands([&](CLI::App* sub) { return sub->check_name(argv[1]); }).empty()) {
+      std::string known;
+      for (const CLI::App* sub : app.get_subcommands(std::function<bool(CLI::App*)>{}))
+        known += (known.empty() ? "" : ", ") + sub->get_name();
+      std::cerr << "texc: error: unknown command '" << argv[1] << "' (commands: " << known << ")\n";
+      return kExitUsage;
+    }
     app.exit(e);
     return kExitUsage;
   }
@@ -78,6 +102,8 @@ int main(int argc, char** argv) {
     if (compile->parsed()) return commandCompile(compileOpts);
     if (run->parsed()) return commandRun(runOpts);
     if (passes->parsed()) return commandPasses();
+    if (explain->parsed()) return commandExplain(explainOpts);
+    if (compare->parsed()) return commandCompare(compareOpts);
   } catch (const CommandError& e) {
     std::cerr << "texc: error: " << e.message << "\n";
     return e.exitCode;

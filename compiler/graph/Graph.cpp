@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "frontend/Sema.h"
 
 namespace texc {
@@ -45,7 +47,32 @@ bool isContraction(const Value& r) {
   return body.args[0].kind == ValueKind::Access && body.args[1].kind == ValueKind::Access;
 }
 
+void keyIndex(std::string& k, const IndexExpr& ix) {
+  k += fmt::format("({}:{}:{}", static_cast<int>(ix.kind), ix.constant, ix.var);
+  for (const IndexExpr& o : ix.ops) keyIndex(k, o);
+  k += ')';
+}
+
+// (see valueKey) A canonical text of the expression: variables by id, constants by their bits.
+void keyValue(std::string& k, const Value& v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v.constant, sizeof bits);
+  k += fmt::format("({}:{}:{}:{}:{}:{}:{}:{}:{}:{}:{}", static_cast<int>(v.kind), bits, v.var, v.tensor, static_cast<int>(v.check),
+                   v.ownerReduce, static_cast<int>(v.unaryOp), static_cast<int>(v.binaryOp), static_cast<int>(v.builtin),
+                   static_cast<int>(v.reduceKind), v.reduceId);
+  for (int rv : v.reduceVars) k += fmt::format(",r{}", rv);
+  for (const IndexExpr& ix : v.indices) keyIndex(k, ix);
+  for (const Value& a : v.args) keyValue(k, a);
+  k += ')';
+}
+
 }  // namespace
+
+std::string valueKey(const Value& v) {
+  std::string k;
+  keyValue(k, v);
+  return k;
+}
 
 std::string nodeOpName(const Computation& node) {
   const Value& v = node.body;

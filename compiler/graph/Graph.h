@@ -41,6 +41,10 @@ void compactGraph(Graph& g, const std::vector<bool>& keep);
 // returns whether there was any.
 bool replaceUses(Graph& g, int from, int to);
 
+// A canonical text of an expression (variables by id, constants by their bits): equal keys mean
+// the same computation. Used by cse and by the FLOP count.
+std::string valueKey(const Value& v);
+
 // Walks every Value of `v` mutably, children after parents.
 template <typename F>
 void forEachValueMut(Value& v, F&& f) {

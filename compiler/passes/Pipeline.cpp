@@ -13,8 +13,8 @@ const char* const kPipeline[] = {
     "simplify",         // exact identities; may expose more duplicates for cse
     "cse",              // before dce, which removes the duplicates cse leaves unread
     "dce",              //
-    "fuse-statements",  // after the cleanups, so it merges only what survived
-    "dce",              // the merged producers are now unread
+    "fuse",             // after the cleanups, so it weighs only what survived; last producer first
+    "dce",              // the fused producers are now unread
     "lower-to-loops",   // graph -> loop nests
     "codegen-llvm",     // loop IR -> LLVM IR
     "optimize-llvm",    // LLVM's own pipeline for the host

@@ -243,6 +243,10 @@ std::vector<RefTensor> evaluateReference(const Program& p, const std::vector<Ref
 
 ErrorStats compareToReference(const double* ref, const double* got, size_t n) {
   ErrorStats s;
+  double scale = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (std::isfinite(ref[i])) scale = std::max(scale, std::fabs(ref[i]));
+  double floor = std::max(kRelScale * scale, kRelErrorTiny);
   for (size_t i = 0; i < n; ++i) {
     double r = ref[i], g = got[i];
     if (!std::isfinite(r) || !std::isfinite(g)) {
@@ -252,7 +256,7 @@ ErrorStats compareToReference(const double* ref, const double* got, size_t n) {
     }
     double d = std::fabs(g - r);
     s.maxAbs = std::max(s.maxAbs, d);
-    s.maxRel = std::max(s.maxRel, d / std::max(std::fabs(r), kRelErrorTiny));
+    s.maxRel = std::max(s.maxRel, d / std::max(std::fabs(r), floor));
   }
   return s;
 }

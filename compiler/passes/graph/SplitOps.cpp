@@ -1,8 +1,8 @@
 // split-ops: the unfused dataflow graph. Every operator or function outside a reduction becomes
 // its own node writing a full intermediate tensor (op by op, as numpy evaluates); a reduction is
 // one node with its whole body. Booleans are not values, so a comparison stays inside the select
-// that uses it. New nodes keep the statement's index variables, so fuse-statements can merge
-// them back by substitution.
+// that uses it. New nodes keep the statement's index variables and are read at exactly those
+// variables; fuse decides which to merge back.
 #include <fmt/format.h>
 
 #include "compiler/passes/Pass.h"

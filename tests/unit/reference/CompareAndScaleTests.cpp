@@ -26,12 +26,20 @@ TEST_CASE("compareToReference: finite values", "[reference]") {
   CHECK(s.maxRel == 0);
 }
 
-TEST_CASE("compareToReference: a zero reference divides by the smallest normal", "[reference]") {
+TEST_CASE("compareToReference: an all-zero reference divides by the smallest normal", "[reference]") {
   const double ref[] = {0};
   const double got[] = {1e-300};
   ErrorStats s = compareToReference(ref, got, 1);
   CHECK(s.maxAbs == 1e-300);
   CHECK(s.maxRel == 1e-300 / kRelErrorTiny);
+}
+
+TEST_CASE("compareToReference: tiny elements are judged against a millionth of the largest", "[reference]") {
+  const double ref[] = {0, 1e-9, 4};
+  const double got[] = {1e-7, 1e-9, 4};
+  ErrorStats s = compareToReference(ref, got, 3);
+  CHECK(s.maxAbs == 1e-7);
+  CHECK(s.maxRel == Approx(1e-7 / 4e-6));
 }
 
 TEST_CASE("compareToReference: infinities and NaN", "[reference]") {

@@ -1,0 +1,89 @@
+// texc compare: the same program unfused, with elementwise fusion and fully fused, run on the
+// same random inputs: kernels, modelled bytes and FLOPs, measured time (median of repeats after
+// a warm-up), effective bandwidth, and each variant's error against the float64 reference.
+#include <fmt/format.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "compiler/analysis/Cost.h"
+#include "compiler/backend/llvm/CpuExecutable.h"
+#include "compiler/driver/Commands.h"
+#include "compiler/driver/Execution.h"
+#include "compiler/driver/TextTable.h"
+#include "compiler/reference/Reference.h"
+#include "runtime/ThreadPool.h"
+#include "runtime/Timer.h"
+
+namespace texc {
+
+int commandCompare(const CompareOptions& o) {
+  if (o.repeat < 1) throw CommandError{kExitUsage, "--repeat must be >= 1"};
+  // The analysed program gives the inputs and the float64 reference.
+  std::unique_ptr<Compilation> analysed = compileProgram(o.program.request(Stage::Sema));
+  if (!analysed->ok) return kExitProgramError;
+  const Program& sema = *analysed->state.graph;
+  std::vector<Tensor> inputs(sema.inputs.size());
+  std::vector<RefTensor> refInputs;
+  for (size_t k = 0; k < sema.inputs.size(); ++k) {
+    const TensorInfo& t = sema.tensors[sema.inputs[k]];
+    inputs[k] = makeTensor(elemTypeOf(t.dtype), t.shape);
+    fillRandom(inputs[k], o.seed, k);
+    refInputs.push_back({t.shape, toDoubles(inputs[k])});
+  }
+  std::vector<RefTensor> reference = evaluateReference(sema, refInputs);
+
+  ThreadPool pool(o.threads);
+  std::vector<std::vector<std::string>> rows = {{"variant", "kernels", "bytes (model)", "FLOPs", "median ms", "min ms", "GB/s",
+                                                 "GFLOP/s", "max abs err", "max rel err"}};
+  for (const char* fuse : {"none", "elementwise", "all"}) {
+    ProgramOptions opts = o.program;
+    opts.fuse = fuse;
+    std::unique_ptr<Compilation> c = compileProgram(opts.request(Stage::LLVM));
+    if (!c->ok) return kExitProgramError;
+    const Program& g = *c->state.graph;
+    std::vector<KernelCost> costs = costOfKernels(g);
+    double bytes = 0, flops = 0;
+    for (const KernelCost& k : costs) {
+      bytes += k.bytes();
+      flops += k.flops;
+    }
+    std::unique_ptr<CpuExecutable> exe =
+        CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule), *c->state.loops, opts.pipeline.optLevel);
+    std::vector<Tensor> tensors(g.tensors.size());
+    for (size_t k = 0; k < g.inputs.size(); ++k) {
+      const Tensor& in = inputs[k];
+      tensors[g.inputs[k]] = makeTensor(in.type, in.shape);
+      std::copy_n(in.data.data(), in.data.size(), tensors[g.inputs[k]].data.data());
+    }
+    std::vector<void*> ptrs = bindTensors(g, tensors);
+    exe->run(ptrs.data(), pool);  // warm-up
+    std::vector<double> samples;
+    for (int r = 0; r < o.repeat; ++r) {
+      Stopwatch clock;
+      exe->run(ptrs.data(), pool);
+      samples.push_back(clock.milliseconds());
+    }
+    double med = median(samples), best = *std::min_element(samples.begin(), samples.end());
+    ErrorStats worst;
+    for (size_t k = 0; k < g.outputs.size(); ++k) {
+      std::vector<double> got = toDoubles(tensors[g.outputs[k]]);
+      ErrorStats e = compareToReference(reference[sema.outputs[k]].data.data(), got.data(), got.size());
+      worst.maxAbs = std::max(worst.maxAbs, e.maxAbs);
+      worst.maxRel = std::max(worst.maxRel, e.maxRel);
+    }
+    std::string name = std::string(fuse) == "none" ? "unfused" : std::string(fuse) == "all" ? "fused" : "elementwise";
+    rows.push_back({name, std::to_string(costs.size()), bytesText(bytes), countText(flops, "FLOP"), fmt::format("{:.3f}", med),
+                    fmt::format("{:.3f}", best), fmt::format("{:.2f}", bytes / (med * 1e6)), fmt::format("{:.2f}", flops / (med * 1e6)),
+                    fmt::format("{:.2g}", worst.maxAbs), fmt::format("{:.2g}", worst.maxRel)});
+  }
+  std::cout << fmt::format("{}: {} threads, median of {} runs after a warm-up, inputs --random {}\n", o.program.file, pool.numThreads(),
+                           o.repeat, o.seed);
+  std::cout << renderTable(rows);
+  std::cout << "GB/s divides the modelled bytes by the median time (docs/cost-model.md).\n";
+  return kExitOk;
+}
+
+}  // namespace texc
