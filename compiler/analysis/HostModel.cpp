@@ -4,6 +4,8 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
@@ -68,11 +70,12 @@ double measureFmaGflops() {
   llvm::Value* x = llvm::ConstantFP::get(vty, 0.999999);
   llvm::Value* y = llvm::ConstantFP::get(vty, 1e-7);
   std::vector<llvm::Value*> next;
+  // PHIs first: they must open the block.
   for (int c = 0; c < chains; ++c) {
     acc.push_back(b.CreatePHI(vty, 2));
     acc.back()->addIncoming(llvm::ConstantFP::get(vty, 1.0 + c), entry);
-    next.push_back(b.CreateIntrinsic(llvm::Intrinsic::fma, {vty}, {acc.back(), x, y}));
   }
+  for (int c = 0; c < chains; ++c) next.push_back(b.CreateIntrinsic(llvm::Intrinsic::fma, {vty}, {acc[c], x, y}));
   llvm::Value* inext = b.CreateAdd(i, b.getInt64(1));
   i->addIncoming(inext, loop);
   for (int c = 0; c < chains; ++c) acc[c]->addIncoming(next[c], loop);
@@ -82,6 +85,9 @@ double measureFmaGflops() {
   for (int c = 1; c < chains; ++c) sum = b.CreateFAdd(sum, next[c]);
   b.CreateRet(b.CreateExtractElement(sum, b.getInt64(0)));
 
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(*module, &os)) throw std::logic_error("peak kernel is invalid: " + os.str());
   OrcJIT jit(2);
   jit.addModule(std::move(module), std::move(context));
   auto fn = reinterpret_cast<float (*)(int64_t)>(jit.lookup("texc_peak"));

@@ -54,6 +54,8 @@ struct CompareOptions {
   uint64_t seed = 1;
   int threads = 0;
   int repeat = 10;
+  bool json = false;
+  bool emitLoops = false;  // --emit: show each variant's kernels (loop IR) first
 };
 
 int commandCheck(const ProgramOptions& options);

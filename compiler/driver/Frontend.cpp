@@ -6,11 +6,14 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "compiler/driver/OutputFile.h"
 #include "compiler/passes/Pipeline.h"
+#include "frontend/Parser.h"
 
 namespace texc {
 
@@ -56,19 +59,21 @@ std::unique_ptr<Compilation> compileProgram(const CompileRequest& req) {
   s.overrides = overrides;
   s.options = req.options;
 
-  std::vector<const PassInfo*> pipeline = buildPipeline(req.until);
-  auto printDiagnostics = [&] { c->diags->print(std::cerr, stderrWantsColor()); };
-  // Parse first: -D names are checked against the module before analysis uses them.
-  std::vector<const PassInfo*> first(pipeline.begin(), pipeline.begin() + 1);
-  std::vector<const PassInfo*> rest(pipeline.begin() + 1, pipeline.end());
-  if (!runPipeline(s, first, req.instrumentation, &c->timings)) {
-    printDiagnostics();
-    return c;
+  // -D names are checked against the parsed module before analysis uses them. The pipeline runs
+  // in one piece (so dump files are numbered as `texc passes` lists them); the names are checked
+  // on a parse of their own, whose diagnostics are dropped: the pipeline's parse reports them.
+  if (!overrides.empty()) {
+    DiagnosticEngine scratch(c->file.get());
+    Module module = parse(*c->file, scratch);
+    if (!scratch.hasErrors())
+      if (auto err = checkOverrides(module, overrides)) throw CommandError{kExitUsage, *err};
   }
-  if (auto err = checkOverrides(s.module, overrides)) throw CommandError{kExitUsage, *err};
-  c->ok = runPipeline(s, rest, req.instrumentation, &c->timings);
-  printDiagnostics();
+  c->ok = runPipeline(s, buildPipeline(req.until), req.instrumentation, &c->timings);
+  c->diags->print(std::cerr, stderrWantsColor());
   if (req.timePasses) printTimings(std::cerr, c->timings);
+  // --dump-dir also gets the final LLVM module (the one the JIT or the emitters get) by a fixed name.
+  if (c->ok && !req.instrumentation.dumpDir.empty() && req.until == Stage::LLVM && s.llvmModule)
+    writeFileAtomic((std::filesystem::path(req.instrumentation.dumpDir) / "final.ll").string(), printStage(s, Stage::LLVM));
   return c;
 }
 

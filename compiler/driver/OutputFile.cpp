@@ -40,8 +40,17 @@ void writeFileAtomic(const std::string& path, const std::string& bytes) {
 }
 
 void emitOutput(const std::string& path, const std::string& bytes) {
-  if (path.empty() || path == "-") std::cout << bytes;
-  else writeFileAtomic(path, bytes);
+  // /dev/stdout is a link to whatever standard output is; when that is a regular file,
+  // writeFileAtomic would rename a new file over the link itself (or truncate the file), so
+  // write to the stream instead.
+  if (path.empty() || path == "-" || path == "/dev/stdout") {
+    std::cout << bytes << std::flush;
+    if (!std::cout) throw CommandError{kExitRuntime, "cannot write to standard output"};
+  } else if (path == "/dev/stderr") {
+    std::cerr << bytes << std::flush;
+  } else {
+    writeFileAtomic(path, bytes);
+  }
 }
 
 }  // namespace texc

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <stdexcept>
+#include <system_error>
+#include <vector>
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -90,6 +93,30 @@ std::map<std::string, std::string> parseInputs(const std::vector<std::string>& s
   return out;
 }
 
+// Remembers which directories of `dir` do not exist yet; unless keep() is called, removes them
+// again (deepest first, and only while empty) on destruction.
+class CreatedDirectories {
+ public:
+  explicit CreatedDirectories(const std::filesystem::path& dir) {
+    std::error_code ec;
+    for (std::filesystem::path d = dir; !d.empty() && !std::filesystem::exists(d, ec); d = d.parent_path()) {
+      missing_.push_back(d);
+      if (d == d.parent_path()) break;
+    }
+  }
+  ~CreatedDirectories() {
+    std::error_code ec;
+    for (const std::filesystem::path& d : missing_)
+      if (std::filesystem::is_directory(d, ec) && std::filesystem::is_empty(d, ec)) std::filesystem::remove(d, ec);
+  }
+  CreatedDirectories(const CreatedDirectories&) = delete;
+  CreatedDirectories& operator=(const CreatedDirectories&) = delete;
+  void keep() { missing_.clear(); }
+
+ private:
+  std::vector<std::filesystem::path> missing_;  // deepest first
+};
+
 }  // namespace
 
 int commandRun(const RunOptions& o) {
@@ -110,6 +137,11 @@ int commandRun(const RunOptions& o) {
     if (it != given.end()) {
       try {
         tensors[p.inputs[k]] = readNpy(it->second);
+      } catch (const NpyError& e) {
+        // readNpy names the file; say which input it was for.
+        throw CommandError{kExitRuntime, fmt::format("input '{}': {}", t.name, e.what())};
+      }
+      try {
         checkMatches(tensors[p.inputs[k]], elemType(t.dtype), t.shape, t.name, it->second);
       } catch (const NpyError& e) {
         throw CommandError{kExitRuntime, e.what()};
@@ -121,6 +153,9 @@ int commandRun(const RunOptions& o) {
       throw CommandError{kExitUsage, fmt::format("input '{}' is not given: pass --input {}=PATH.npy or --random SEED", t.name, t.name)};
     }
   }
+  // The output directory is made now, so that an unusable one is reported before the run; if the
+  // command fails later, the directories it made are removed again (all or nothing).
+  CreatedDirectories createdDirs(o.outputDir);
   try {
     ensureOutputDir(o.outputDir);
   } catch (const std::exception& e) {
@@ -135,13 +170,17 @@ int commandRun(const RunOptions& o) {
 
   // Run.
   std::vector<void*> ptrs(p.tensors.size());
-  try {
-    for (size_t i = 0; i < p.tensors.size(); ++i) {
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    try {
       if (!p.tensors[i].isInput) tensors[i] = makeTensor(elemType(p.tensors[i].dtype), p.tensors[i].shape);
-      ptrs[i] = tensors[i].data.data();
+    } catch (const std::bad_alloc&) {
+      throw CommandError{kExitRuntime, fmt::format("out of memory allocating '{}' ({})", p.tensors[i].name,
+                                                   describe(elemType(p.tensors[i].dtype), p.tensors[i].shape))};
+    } catch (const std::length_error&) {
+      throw CommandError{kExitRuntime, fmt::format("'{}' ({}) is too large to allocate", p.tensors[i].name,
+                                                   describe(elemType(p.tensors[i].dtype), p.tensors[i].shape))};
     }
-  } catch (const std::bad_alloc&) {
-    throw CommandError{kExitRuntime, "out of memory allocating the program's tensors"};
+    ptrs[i] = tensors[i].data.data();
   }
   ThreadPool pool(o.threads);
   Stopwatch runClock;
@@ -159,22 +198,9 @@ int commandRun(const RunOptions& o) {
                              *std::min_element(samples.begin(), samples.end()), o.repeat, exe->numKernels(), pool.numThreads());
   }
 
-  // Outputs, all or nothing.
-  try {
-    AtomicOutputSet outputs;
-    for (int id : p.outputs)
-      outputs.add(std::filesystem::path(o.outputDir) / (p.tensors[id].name + ".npy"), tensors[id]);
-    outputs.commit();
-  } catch (const std::exception& e) {
-    throw CommandError{kExitRuntime, e.what()};
-  }
-
-  if (o.program.timePasses) {
-    std::cerr << fmt::format("  {:<18} {:9.3f} ms\n", "jit", jitMs);
-    std::cerr << fmt::format("  {:<18} {:9.3f} ms  (parse to JIT-ready)\n", "compile total", compileMs);
-    std::cerr << fmt::format("  {:<18} {:9.3f} ms  ({} kernels, {} threads)\n", "run", runMs, exe->numKernels(), pool.numThreads());
-  }
-
+  // --check runs the reference before any output is written: if it fails (out of memory), the
+  // command writes nothing. Its lines are printed at the end.
+  std::string checkReport;
   if (o.check) {
     std::vector<RefTensor> refInputs;
     for (int id : p.inputs) {
@@ -191,10 +217,28 @@ int commandRun(const RunOptions& o) {
       std::vector<double> got(n);
       for (int64_t i = 0; i < n; ++i) got[i] = loadElement(tensors[id], i);
       ErrorStats e = compareToReference(ref[id].data.data(), got.data(), n);
-      std::cout << fmt::format("{}: max abs error {:.3g}, max rel error {:.3g} vs the float64 reference\n", p.tensors[id].name,
-                               e.maxAbs, e.maxRel);
+      checkReport += fmt::format("{}: max abs error {:.3g}, max rel error {:.3g} vs the float64 reference\n", p.tensors[id].name,
+                                 e.maxAbs, e.maxRel);
     }
   }
+
+  // Outputs, all or nothing.
+  try {
+    AtomicOutputSet outputs;
+    for (int id : p.outputs)
+      outputs.add(std::filesystem::path(o.outputDir) / (p.tensors[id].name + ".npy"), tensors[id]);
+    outputs.commit();
+  } catch (const std::exception& e) {
+    throw CommandError{kExitRuntime, e.what()};
+  }
+  createdDirs.keep();
+
+  if (o.program.timePasses) {
+    std::cerr << fmt::format("  {:<18} {:9.3f} ms\n", "jit", jitMs);
+    std::cerr << fmt::format("  {:<18} {:9.3f} ms  (parse to JIT-ready)\n", "compile total", compileMs);
+    std::cerr << fmt::format("  {:<18} {:9.3f} ms  ({} kernels, {} threads)\n", "run", runMs, exe->numKernels(), pool.numThreads());
+  }
+  std::cout << checkReport;
   return kExitOk;
 }
 

@@ -77,6 +77,8 @@ int main(int argc, char** argv) {
   compare->add_option("--random", compareOpts.seed, "seed of the random inputs")->capture_default_str();
   compare->add_option("--threads", compareOpts.threads, "threads to run on (default: one per core)");
   compare->add_option("--repeat", compareOpts.repeat, "timed runs per variant, after one warm-up")->capture_default_str();
+  compare->add_flag("--json", compareOpts.json, "print the variants as JSON");
+  compare->add_flag("--emit", compareOpts.emitLoops, "show the generated kernels (loop IR) of each variant first");
 
   CLI::App* passes = app.add_subcommand("passes", "list the pass pipeline in order");
 
