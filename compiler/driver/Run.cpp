@@ -17,9 +17,9 @@
 
 #include "compiler/backend/llvm/CpuExecutable.h"
 #include "compiler/driver/Commands.h"
+#include "compiler/driver/Execution.h"
 #include "compiler/driver/Frontend.h"
 #include "compiler/reference/Reference.h"
-#include "runtime/Half.h"
 #include "runtime/Npy.h"
 #include "runtime/ThreadPool.h"
 #include "runtime/Timer.h"
@@ -27,55 +27,6 @@
 namespace texc {
 
 namespace {
-
-ElemType elemType(DType t) {
-  switch (t) {
-    case DType::F32: return ElemType::F32;
-    case DType::F64: return ElemType::F64;
-    case DType::F16: return ElemType::F16;
-    case DType::BF16: return ElemType::BF16;
-  }
-  return ElemType::F32;
-}
-
-double loadElement(const Tensor& t, int64_t i) {
-  switch (t.type) {
-    case ElemType::F32: return t.data.as<float>()[i];
-    case ElemType::F64: return t.data.as<double>()[i];
-    case ElemType::F16: return halfToFloat(t.data.as<uint16_t>()[i]);
-    case ElemType::BF16: return bf16ToFloat(t.data.as<uint16_t>()[i]);
-  }
-  return 0;
-}
-
-// splitmix64: a small generator whose stream is the same on every platform, so --random SEED
-// gives the same inputs everywhere.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [-1, 1).
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; }
-};
-
-// Fills `t` with reproducible values in [-1, 1) derived from the seed and the input's position.
-void fillRandom(Tensor& t, uint64_t seed, size_t inputIndex) {
-  SplitMix64 rng{seed * 0x100000001B3ull + inputIndex};
-  int64_t n = numElements(t);
-  for (int64_t i = 0; i < n; ++i) {
-    double v = rng.uniform();
-    switch (t.type) {
-      case ElemType::F32: t.data.as<float>()[i] = static_cast<float>(v); break;
-      case ElemType::F64: t.data.as<double>()[i] = v; break;
-      case ElemType::F16: t.data.as<uint16_t>()[i] = floatToHalf(static_cast<float>(v)); break;
-      case ElemType::BF16: t.data.as<uint16_t>()[i] = floatToBf16(static_cast<float>(v)); break;
-    }
-  }
-}
 
 std::map<std::string, std::string> parseInputs(const std::vector<std::string>& specs, const Program& p) {
   std::map<std::string, std::string> out;
@@ -142,12 +93,12 @@ int commandRun(const RunOptions& o) {
         throw CommandError{kExitRuntime, fmt::format("input '{}': {}", t.name, e.what())};
       }
       try {
-        checkMatches(tensors[p.inputs[k]], elemType(t.dtype), t.shape, t.name, it->second);
+        checkMatches(tensors[p.inputs[k]], elemTypeOf(t.dtype), t.shape, t.name, it->second);
       } catch (const NpyError& e) {
         throw CommandError{kExitRuntime, e.what()};
       }
     } else if (o.randomSeed) {
-      tensors[p.inputs[k]] = makeTensor(elemType(t.dtype), t.shape);
+      tensors[p.inputs[k]] = makeTensor(elemTypeOf(t.dtype), t.shape);
       fillRandom(tensors[p.inputs[k]], *o.randomSeed, k);
     } else {
       throw CommandError{kExitUsage, fmt::format("input '{}' is not given: pass --input {}=PATH.npy or --random SEED", t.name, t.name)};
@@ -172,13 +123,13 @@ int commandRun(const RunOptions& o) {
   std::vector<void*> ptrs(p.tensors.size());
   for (size_t i = 0; i < p.tensors.size(); ++i) {
     try {
-      if (!p.tensors[i].isInput) tensors[i] = makeTensor(elemType(p.tensors[i].dtype), p.tensors[i].shape);
+      if (!p.tensors[i].isInput) tensors[i] = makeTensor(elemTypeOf(p.tensors[i].dtype), p.tensors[i].shape);
     } catch (const std::bad_alloc&) {
       throw CommandError{kExitRuntime, fmt::format("out of memory allocating '{}' ({})", p.tensors[i].name,
-                                                   describe(elemType(p.tensors[i].dtype), p.tensors[i].shape))};
+                                                   describe(elemTypeOf(p.tensors[i].dtype), p.tensors[i].shape))};
     } catch (const std::length_error&) {
       throw CommandError{kExitRuntime, fmt::format("'{}' ({}) is too large to allocate", p.tensors[i].name,
-                                                   describe(elemType(p.tensors[i].dtype), p.tensors[i].shape))};
+                                                   describe(elemTypeOf(p.tensors[i].dtype), p.tensors[i].shape))};
     }
     ptrs[i] = tensors[i].data.data();
   }
