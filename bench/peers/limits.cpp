@@ -1,0 +1,126 @@
+// limits.cpp — what this machine can reach, measured the way the workloads are timed.
+//   copy   b[i] = a[i]                 bytes counted: one read + one write per element
+//   add3   d[i] = a[i] + b[i] + c[i]   bytes counted: three reads + one write
+//   fma    many independent vector FMA chains in registers (AVX2, and AVX-512 when compiled
+//          for a CPU that has it)
+// Each figure is measured REPEAT times after a warm-up (the FMA peak 5 x REPEAT times, in short
+// bursts), on 1 and on 2 threads; the driver takes the best as the limit, and the spread
+// (max-min)/median tells whether the machine was quiet.
+#include "common.h"
+
+#include <immintrin.h>
+
+using namespace bench;
+
+namespace {
+
+struct Stat {
+  double median, min, max;
+};
+
+Stat measure(int repeat, const std::function<double()>& once) {
+  once();
+  std::vector<double> v;
+  for (int r = 0; r < repeat; ++r) v.push_back(once());
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return {med, v.front(), v.back()};
+}
+
+double seconds(const std::function<void()>& f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Independent chains: enough to cover FMA latency x FMA ports (4 x 2 on Zen 3, 4 x 2 on
+// Skylake-X), with room to spare.
+constexpr int kChains = 12;
+
+#ifdef __AVX512F__
+double fmaLoop512(long iters) {
+  __m512 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(0.001f * i);
+  const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
+  for (long it = 0; it < iters; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, a);
+  __m512 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+#endif
+
+double fmaLoop256(long iters) {
+  __m256 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(0.001f * i);
+  const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+  for (long it = 0; it < iters; ++it)
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, a);
+  __m256 s = acc[0];
+  for (int i = 1; i < kChains; ++i) s = _mm256_add_ps(s, acc[i]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0] + out[7];
+}
+
+volatile double gSink;
+
+void printStat(const char* name, int threads, const char* unit, Stat s, bool last) {
+  std::printf("  {\"figure\": \"%s\", \"threads\": %d, \"unit\": \"%s\", \"median\": %.3f, \"min\": %.3f, \"max\": %.3f}%s\n", name,
+              threads, unit, s.median, s.min, s.max, last ? "" : ",");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long n = argc > 1 ? std::atol(argv[1]) : (1L << 25);
+  int repeat = argc > 2 ? std::atoi(argv[2]) : 7;
+  Buffer a(n), b(n), c(n), d(n);
+  for (long i = 0; i < n; ++i) a.p[i] = b.p[i] = c.p[i] = 1.0f + (i & 7);
+
+  std::printf("[\n");
+  for (int threads : {1, 2}) {
+    Stat copy = measure(repeat, [&] {
+      double s = seconds([&] {
+        parallelFor(threads, n, [&](long lo, long hi) {
+          float* __restrict dst = d.p;
+          const float* __restrict src = a.p;
+          for (long i = lo; i < hi; ++i) dst[i] = src[i];
+        });
+      });
+      return 2.0 * n * sizeof(float) / s / 1e9;
+    });
+    Stat add3 = measure(repeat, [&] {
+      double s = seconds([&] {
+        parallelFor(threads, n, [&](long lo, long hi) {
+          float* __restrict dst = d.p;
+          const float *__restrict x = a.p, *__restrict y = b.p, *__restrict z = c.p;
+          for (long i = lo; i < hi; ++i) dst[i] = x[i] + y[i] + z[i];
+        });
+      });
+      return 4.0 * n * sizeof(float) / s / 1e9;
+    });
+    // FMA: many short bursts (about 0.5 ms each at peak), best one counts: on a shared machine
+    // a long burst is preempted, and the peak is what the core does when it runs.
+    const long iters = 200000;
+    Stat fma256 = measure(repeat * 5, [&] {
+      double s = seconds([&] { parallelFor(threads, threads, [&](long, long) { gSink = fmaLoop256(iters); }); });
+      return threads * 2.0 * 8 * kChains * iters / s / 1e9;
+    });
+    printStat("copy", threads, "GB/s", copy, false);
+    printStat("add3", threads, "GB/s", add3, false);
+#ifdef __AVX512F__
+    Stat fma512 = measure(repeat * 5, [&] {
+      double s = seconds([&] { parallelFor(threads, threads, [&](long, long) { gSink = fmaLoop512(iters); }); });
+      return threads * 2.0 * 16 * kChains * iters / s / 1e9;
+    });
+    printStat("fma_avx2", threads, "GFLOP/s", fma256, false);
+    printStat("fma_avx512", threads, "GFLOP/s", fma512, threads == 2);
+#else
+    printStat("fma_avx2", threads, "GFLOP/s", fma256, threads == 2);
+#endif
+  }
+  std::printf("]\n");
+  return 0;
+}

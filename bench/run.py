@@ -1,0 +1,526 @@
+#!/usr/bin/env python3
+"""texc benchmark driver: runs every workload for texc and its peers side by side, in one run.
+
+    bench/bench.sh [--quick] [--json FILE] [--markdown FILE] [--only NAME,...] [--repeat R]
+
+(bench.sh installs what is missing and builds texc first; this script expects both done.)
+
+Honesty rules, enforced here:
+  * every timing is kernel time only: inputs are loaded and outputs allocated before the clock
+    starts; each implementation runs once as a warm-up, then REPEAT (>= 5) timed runs, and the
+    table shows their median and minimum;
+  * every implementation gets the same input files, and its output is compared with texc's;
+    the table shows the largest difference relative to the largest texc value, and a row whose
+    result differs by more than the tolerance is marked FAIL;
+  * the machine limits (copy and a=b+c+d bandwidth, FMA peak) are measured in the same run,
+    on 1 and 2 threads; when the 2-thread limits are unstable, every 2-thread row is flagged;
+  * a peer that cannot be installed, built or run stays in the table as "unavailable: why".
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+BUILD = os.path.join(BENCH, ".build")
+WORK = os.path.join(BENCH, ".work")
+TEXC = os.path.join(ROOT, "build", "texc")
+# The run uses a copy, so that a rebuild of build/texc during the run cannot break it.
+TEXC_SNAPSHOT = os.path.join(BUILD, "texc")
+CXX = os.environ.get("CXX", "g++")
+# -fno-trapping-math lets gcc if-convert the clamps in vecmath.h (it changes no result).
+CXXFLAGS = ["-O3", "-march=native", "-fno-trapping-math", "-std=c++20", "-pthread"]
+MIN_REPEAT = 5
+
+
+# --------------------------------------------------------------------------------------------
+# Workloads. Each size is one table. `inputs` maps each input to its shape; `work` is the byte
+# or flop count the rate is computed from; `limit` names the machine figure it is compared to.
+# --------------------------------------------------------------------------------------------
+
+ELEMENTWISE_PEERS = ["hand", "halide", "numpy", "numpy_out", "numexpr", "torch"]
+ONE_THREAD_ONLY = {"numpy", "numpy_out"}  # numpy's elementwise operators run on one thread
+
+
+def gelu(n_rows, d):
+    n = n_rows * d
+    return dict(name="gelu 2^%d" % int(np.log2(n)), tex="gelu", defs={"N": n_rows, "D": d},
+                inputs={"x": (n_rows, d), "b": (d,), "r": (n_rows, d)}, output="out",
+                bytes=4 * (3 * n + d), limit="add3", peers=ELEMENTWISE_PEERS, tol=1e-4)
+
+
+def ediff(n):
+    return dict(name="E=D+(A+B)*C 2^%d" % int(np.log2(n)), tex="ediff", defs={"N": n},
+                inputs={k: (n,) for k in "ABCD"}, output="E", bytes=4 * 4 * n, limit="add3",
+                peers=ELEMENTWISE_PEERS, tol=1e-5)
+
+
+def softmax(r, d):
+    return dict(name="softmax %dx%d" % (r, d), tex="softmax", defs={"R": r, "D": d},
+                inputs={"x": (r, d)}, output="y", bytes=4 * 2 * r * d, limit="copy",
+                peers=ELEMENTWISE_PEERS, tol=1e-4)
+
+
+def layernorm(r, d):
+    return dict(name="layernorm %dx%d" % (r, d), tex="layernorm", defs={"R": r, "D": d},
+                inputs={"x": (r, d), "gamma": (d,), "beta": (d,)}, output="y",
+                bytes=4 * (2 * r * d + 2 * d), limit="copy",
+                peers=["hand", "numpy", "torch"], tol=1e-4)
+
+
+def matmul(m, n, k):
+    name = "matmul %d" % m if m == n == k else "matmul M=%d N=%d K=%d" % (m, n, k)
+    return dict(name=name, tex="matmul", defs={"M": m, "N": n, "K": k},
+                inputs={"A": (m, k), "B": (k, n)}, output="C", flops=2 * m * n * k, limit="fma",
+                peers=["openblas", "blis", "eigen", "halide", "numpy", "torch"], tol=1e-4)
+
+
+def conv(n, c, k, h, w):
+    return dict(name="conv3x3+scale/bias+maxpool (%d,%d,%d,%d,%d)" % (n, c, k, h, w), tex="conv",
+                defs={"N": n, "C": c, "K": k, "H": h, "W": w},
+                inputs={"I": (n, c, h, w), "Wt": (k, c, 3, 3), "scale": (k,), "bias": (k,)},
+                output="pool", flops=2 * n * k * c * 9 * h * w, limit="fma",
+                peers=["hand", "dnnl", "numpy", "torch"], tol=1e-4)
+
+
+def attention(n, d=64):
+    return dict(name="attention N=%d d=%d" % (n, d), tex="attention", defs={"N": n, "Dh": d},
+                inputs={"Q": (n, d), "K": (n, d), "V": (n, d)}, output="O",
+                flops=4 * n * n * d, limit="fma", peers=["openblas", "numpy", "torch"], tol=1e-4)
+
+
+FULL = [gelu(4096, 4096), gelu(16384, 4096), ediff(1 << 24), softmax(4096, 4096), layernorm(4096, 4096),
+        matmul(256, 256, 256), matmul(512, 512, 512), matmul(1024, 1024, 1024), matmul(2048, 2048, 2048),
+        matmul(128, 4096, 4096), conv(1, 64, 64, 56, 56), conv(8, 64, 128, 28, 28),
+        attention(1024), attention(2048), attention(4096)]
+QUICK = [gelu(1024, 4096), ediff(1 << 22), softmax(1024, 4096), layernorm(1024, 4096),
+         matmul(256, 256, 256), matmul(512, 512, 512), conv(1, 64, 64, 56, 56), attention(1024)]
+
+# What each C++ peer is built from (extra flags after the common ones); its binary takes
+# WORKLOAD INPUT_DIR OUT.npy THREADS REPEAT and prints one JSON line.
+CPP_PEERS = {
+    "hand": (["hand.cpp"], []),
+    "openblas": (["blas.cpp"], ["-DUSE_OPENBLAS", "-lopenblas"]),
+    "blis": (["blas.cpp"], ["-DUSE_BLIS", "-lblis"]),
+    "eigen": (["eigen.cpp"], ["-fopenmp", "-I/usr/include/eigen3"]),
+    "dnnl": (["dnnl.cpp"], ["-ldnnl"]),
+    "halide": (["halide.cpp"], ["-I/usr/include/halide14", "-lHalide14", "-ldl"]),
+}
+PY_PEERS = {"numpy", "numpy_out", "numexpr", "torch"}
+PEER_LABEL = {
+    "hand": "hand-fused C++ loop", "openblas": "OpenBLAS", "blis": "BLIS", "eigen": "Eigen",
+    "dnnl": "oneDNN", "halide": "Halide (JIT, hand schedule)", "numpy": "numpy op-by-op",
+    "numpy_out": "numpy out=", "numexpr": "numexpr", "torch": "torch (CPU, eager)", "texc": "texc",
+}
+WORKLOAD_ARG = {"gelu": "gelu", "ediff": "ediff", "softmax": "softmax", "layernorm": "layernorm",
+                "matmul": "matmul", "conv": "conv", "attention": "attention"}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Building peers, the machine and its limits
+# --------------------------------------------------------------------------------------------
+
+def build_cpp(name, sources, extra):
+    """Build one C++ peer into .build/ when its sources are newer; return (path, error)."""
+    os.makedirs(BUILD, exist_ok=True)
+    exe = os.path.join(BUILD, name)
+    srcs = [os.path.join(BENCH, "peers", s) for s in sources]
+    deps = srcs + [os.path.join(BENCH, "peers", h) for h in ("common.h", "vecmath.h")]
+    if os.path.exists(exe) and all(os.path.getmtime(exe) >= os.path.getmtime(d) for d in deps):
+        return exe, None
+    cmd = [CXX] + CXXFLAGS + srcs + ["-o", exe] + extra
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        first = next((l for l in p.stderr.splitlines() if "error" in l), p.stderr.strip()[:200])
+        return None, "build failed: " + first.strip()[:160]
+    return exe, None
+
+
+def cpu_info():
+    with open("/proc/cpuinfo") as f:
+        text = f.read()
+
+    def field(name):
+        m = re.search(r"^%s\s*:\s*(.*)$" % name, text, re.M)
+        return m.group(1).strip() if m else ""
+    flags = set(field("flags").split())
+    return dict(model=field("model name") or platform.processor(), cores=os.cpu_count(), avx2="avx2" in flags,
+                fma="fma" in flags, avx512f="avx512f" in flags, family=int(field("cpu family") or 0),
+                vendor=field("vendor_id"))
+
+
+def openblas_coretype(cpu):
+    """OpenBLAS's kernel choice: Debian's build falls back to a slow generic kernel on CPUs it
+    does not know, so name the right one unless the user already did."""
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return os.environ["OPENBLAS_CORETYPE"]
+    if cpu["avx512f"]:
+        return "SkylakeX"
+    if cpu["vendor"] == "AuthenticAMD" and cpu["family"] >= 0x17:
+        return "Zen"
+    return "Haswell" if cpu["avx2"] else ""
+
+
+def peer_env(threads, coretype):
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "MKL_NUM_THREADS",
+                "BLIS_NUM_THREADS"):
+        env[var] = str(threads)
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    env["HL_NUM_THREADS"] = str(threads)
+    return env
+
+
+def measure_limits(quick):
+    exe, err = build_cpp("limits", ["limits.cpp"], [])
+    if err:
+        sys.exit("cannot build the limits probe: " + err)
+    n = 1 << (24 if quick else 25)
+    out = subprocess.run([exe, str(n), "7"], capture_output=True, text=True, check=True).stdout
+    figures = {}
+    for f in json.loads(out):
+        figures[(f["figure"], f["threads"])] = f
+    return figures
+
+
+def limit_value(limits, which, threads):
+    """A limit is what the machine reaches: the best of the repeated measurements."""
+    if which == "fma":
+        key = ("fma_avx512", threads) if ("fma_avx512", threads) in limits else ("fma_avx2", threads)
+        return limits[key]["max"], key[0]
+    return limits[(which, threads)]["max"], which
+
+
+def spread(f):
+    return (f["max"] - f["min"]) / f["median"]
+
+
+def reliability(limits):
+    """2-thread figures are trusted only when the 2-thread limits scale and repeat."""
+    fma = "fma_avx512" if ("fma_avx512", 1) in limits else "fma_avx2"
+    scale = limits[(fma, 2)]["max"] / limits[(fma, 1)]["max"]
+    worst2 = max(spread(limits[(k, 2)]) for k in ("copy", "add3", fma))
+    worst1 = max(spread(limits[(k, 1)]) for k in ("copy", "add3", fma))
+    reasons = []
+    if scale < 1.6:
+        reasons.append("the best 2-thread FMA peak is only %.2fx the 1-thread one" % scale)
+    if worst2 > 0.25:
+        reasons.append("2-thread limits vary by up to %.0f%% between repeats" % (100 * worst2))
+    return dict(two_thread_unreliable=bool(reasons), reasons=reasons, fma_scale=scale,
+                spread_1t=worst1, spread_2t=worst2, one_thread_noisy=worst1 > 0.25)
+
+
+# --------------------------------------------------------------------------------------------
+# Running texc and the peers
+# --------------------------------------------------------------------------------------------
+
+def texc_cmd(wl, indir, outdir, threads, repeat):
+    cmd = [TEXC_SNAPSHOT, "run", os.path.join(BENCH, "workloads", wl["tex"] + ".tex")]
+    for k, v in wl["defs"].items():
+        cmd += ["-D", "%s=%d" % (k, v)]
+    for name in wl["inputs"]:
+        cmd += ["--input", "%s=%s" % (name, os.path.join(indir, name + ".npy"))]
+    return cmd + ["--threads", str(threads), "--output-dir", outdir, "--repeat", str(repeat), "--time-passes"]
+
+
+def run_texc(wl, indir, outdir, threads, repeat, budget_s):
+    """texc's own timer: one warm-up run, then REPEAT timed runs (kernel time only). A probe run
+    first measures one run; a row whose REPEAT+1 runs would exceed the budget keeps that single
+    timing and says so, and a probe that outlives the budget is stopped and reported as such
+    (its output is then missing, so that row's peers go unchecked)."""
+    try:
+        p = subprocess.run(texc_cmd(wl, indir, outdir, threads, 0), capture_output=True, text=True,
+                           timeout=budget_s)
+    except subprocess.TimeoutExpired:
+        return dict(unavailable="one texc run takes over %.0f s (the row's budget), so over %.0f ms"
+                                % (budget_s, budget_s * 1e3))
+    except OSError as e:
+        return dict(unavailable="texc could not start: %s" % e)
+    if p.returncode != 0:
+        return dict(unavailable="texc failed: " + (p.stderr.strip().splitlines() or ["?"])[-1][:160])
+    m = re.search(r"^\s*run\s+([\d.]+) ms\s+\((\d+) kernels", p.stderr, re.M)
+    one_ms, kernels = float(m.group(1)), int(m.group(2))
+    if one_ms / 1e3 * (repeat + 1) > budget_s:
+        return dict(median_ms=one_ms, min_ms=one_ms, runs=1, info="%d kernels" % kernels,
+                    note="one run, not a median: %d runs would take %.0f s (budget %.0f s)"
+                         % (repeat + 1, one_ms / 1e3 * (repeat + 1), budget_s))
+    p = subprocess.run(texc_cmd(wl, indir, outdir, threads, repeat), capture_output=True, text=True)
+    if p.returncode != 0:
+        return dict(unavailable="texc failed: " + (p.stderr.strip().splitlines() or ["?"])[-1][:160])
+    m = re.search(r"time: median ([\d.]+) ms, min ([\d.]+) ms over (\d+) runs \((\d+) kernels", p.stderr)
+    return dict(median_ms=float(m.group(1)), min_ms=float(m.group(2)), runs=int(m.group(3)),
+                info="%s kernels, one per statement" % m.group(4))
+
+
+def run_cpp(peer, exe, wl, indir, out, threads, repeat, env, timeout):
+    try:
+        p = subprocess.run([exe, WORKLOAD_ARG[wl["tex"]], indir, out, str(threads), str(repeat)],
+                           capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return dict(unavailable="timed out after %d s" % timeout)
+    if p.returncode != 0:
+        return dict(unavailable="failed: " + (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:160])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def run_python(impls, wl, indir, outdir, threads, repeat, env, timeout):
+    cmd = [sys.executable, os.path.join(BENCH, "peers", "py_peers.py"), WORKLOAD_ARG[wl["tex"]], indir, outdir,
+           str(threads), str(repeat), ",".join(impls), ",".join(wl["inputs"])]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {i: dict(unavailable="timed out after %d s" % timeout) for i in impls}
+    if p.returncode != 0:
+        why = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:160]
+        return {i: dict(unavailable="python peers failed: " + why) for i in impls}
+    rows = json.loads(p.stdout.strip().splitlines()[-1])
+    return {r.pop("impl"): r for r in rows}
+
+
+def compare(ref, path, tol):
+    """Largest |peer - texc| relative to the largest |texc|; float32 required."""
+    if not os.path.exists(path):
+        return None, "no output"
+    got = np.load(path)
+    if got.dtype != np.float32:
+        return None, "result is %s, not float32" % got.dtype
+    if got.shape != ref.shape:
+        return None, "shape %s, texc %s" % (got.shape, ref.shape)
+    err = float(np.max(np.abs(got.astype(np.float64) - ref)) / max(float(np.max(np.abs(ref))), 1e-30))
+    return err, None if err <= tol else "differs from texc by %.2e (tolerance %.0e)" % (err, tol)
+
+
+def make_inputs(wl, indir, seed):
+    rng = np.random.default_rng(seed)
+    os.makedirs(indir, exist_ok=True)
+    for name, shape in wl["inputs"].items():
+        np.save(os.path.join(indir, name + ".npy"), rng.uniform(-1, 1, size=shape).astype(np.float32))
+
+
+def run_workload(wl, args, limits, rel, builds, coretype):
+    indir = os.path.join(WORK, "in")
+    shutil.rmtree(WORK, ignore_errors=True)
+    make_inputs(wl, indir, args.seed)
+    rows, ref = [], None
+    threads_list = [1, 2]
+    for threads in threads_list:
+        env = peer_env(threads, coretype)
+        outdir = os.path.join(WORK, "out%d" % threads)
+        os.makedirs(outdir, exist_ok=True)
+        t0 = time.time()
+        r = run_texc(wl, indir, os.path.join(outdir, "texc"), threads, args.repeat, args.texc_budget)
+        r["impl"] = "texc"
+        texc_out = os.path.join(outdir, "texc", wl["output"] + ".npy")
+        if "unavailable" not in r:
+            if ref is None:
+                ref = np.load(texc_out).astype(np.float64)
+                r["check"] = 0.0
+            else:
+                r["check"], bad = compare(ref, texc_out, wl["tol"])
+                if bad:
+                    r["check_fail"] = "2-thread texc " + bad
+        rows.append((threads, r))
+        log("  %-28s %dT  texc %s  (%.1f s)" % (wl["name"], threads, fmt_ms(r), time.time() - t0))
+        peers = [p for p in wl["peers"] if not (threads > 1 and p in ONE_THREAD_ONLY and wl["tex"] in
+                                                ("gelu", "ediff", "softmax", "layernorm"))]
+        py = [p for p in peers if p in PY_PEERS]
+        py_results = run_python(py, wl, indir, outdir, threads, args.repeat, env, args.peer_timeout) if py else {}
+        for peer in peers:
+            t0 = time.time()
+            if peer in PY_PEERS:
+                r = py_results.get(peer)
+                if r is None:
+                    continue
+            elif builds[peer][1]:
+                r = dict(unavailable=builds[peer][1])
+            else:
+                r = run_cpp(peer, builds[peer][0], wl, indir, os.path.join(outdir, peer + ".npy"), threads,
+                            args.repeat, env, args.peer_timeout)
+            r["impl"] = peer
+            peer_out = os.path.join(outdir, peer + ".npy")
+            if "unavailable" not in r and ref is None and os.path.exists(peer_out):
+                # texc did not finish: the first peer's result becomes the reference instead.
+                ref = np.load(peer_out).astype(np.float64)
+                r["check"], r["note"] = 0.0, "reference for the check (texc gave no result)"
+            elif "unavailable" not in r and ref is not None:
+                r["check"], bad = compare(ref, peer_out, wl["tol"])
+                if bad:
+                    r["check_fail"] = bad
+            rows.append((threads, r))
+            if peer not in PY_PEERS:
+                log("  %-28s %dT  %s %s  (%.1f s)" % (wl["name"], threads, peer, fmt_ms(r), time.time() - t0))
+        for peer in py:
+            if peer in py_results:
+                log("  %-28s %dT  %s %s" % (wl["name"], threads, peer, fmt_ms(py_results[peer])))
+    # Rates, fractions, ratios.
+    texc_ms = {t: r["median_ms"] for t, r in rows if r["impl"] == "texc" and "median_ms" in r}
+    out = []
+    for threads, r in rows:
+        row = dict(workload=wl["name"], impl=r.pop("impl"), threads=threads)
+        row.update(r)
+        if "median_ms" in r:
+            lim, lim_name = limit_value(limits, wl["limit"], threads)
+            if "bytes" in wl:
+                row["gbps"] = wl["bytes"] / (r["median_ms"] * 1e-3) / 1e9
+                row["fraction_of_limit"] = row["gbps"] / lim
+            else:
+                row["gflops"] = wl["flops"] / (r["median_ms"] * 1e-3) / 1e9
+                row["fraction_of_limit"] = row["gflops"] / lim
+            row["limit"] = "%s %dT" % (lim_name, threads)
+            if threads in texc_ms:
+                row["ratio_to_texc"] = r["median_ms"] / texc_ms[threads]
+            if threads == 2 and rel["two_thread_unreliable"]:
+                row["flag"] = "2-thread figures unreliable on this machine"
+            if r.get("runs", 0) < MIN_REPEAT:
+                row["flag"] = (row.get("flag", "") + "; " if row.get("flag") else "") + r.get("note", "fewer runs")
+        out.append(row)
+    shutil.rmtree(WORK, ignore_errors=True)
+    return out
+
+
+def fmt_ms(r):
+    if "unavailable" in r:
+        return "unavailable: " + r["unavailable"]
+    return "median %.3f ms, min %.3f ms" % (r["median_ms"], r["min_ms"])
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+def markdown(rows, wls, meta):
+    lim, rel = meta["limits"], meta["reliability"]
+    lines = ["# texc benchmark: %s" % meta["date"], "",
+             "Machine: %s, %d logical CPUs, AVX2 %s, FMA %s, AVX-512 %s. Load average at start %s, at end %s. "
+             "Mode: %s, %d timed runs after one warm-up per row. OpenBLAS core type: %s."
+             % (meta["cpu"]["model"], meta["cpu"]["cores"], yes(meta["cpu"]["avx2"]), yes(meta["cpu"]["fma"]),
+                yes(meta["cpu"]["avx512f"]), meta["load_start"], meta["load_end"], meta["mode"], meta["repeat"],
+                meta["openblas_coretype"] or "(library default)"), "",
+             "## Machine limits (measured by this run: best of 7 after a warm-up, with min-median)", "",
+             "Fractions in the tables are of the best figure, at the same thread count.", "",
+             "| figure | 1 thread | 2 threads |", "| --- | --- | --- |"]
+    names = {"copy": "copy b = a (GB/s, read + write)", "add3": "d = a + b + c (GB/s)",
+             "fma_avx2": "AVX2 FMA peak (GFLOP/s)", "fma_avx512": "AVX-512 FMA peak (GFLOP/s)"}
+    for fig in ("copy", "add3", "fma_avx2", "fma_avx512"):
+        if (fig, 1) in lim:
+            cells = ["**%.1f** (%.1f-%.1f)" % (lim[(fig, t)]["max"], lim[(fig, t)]["min"], lim[(fig, t)]["median"])
+                     for t in (1, 2)]
+            lines.append("| %s | %s | %s |" % (names[fig], cells[0], cells[1]))
+    lines.append("")
+    if rel["two_thread_unreliable"]:
+        lines.append("**2-thread rows are flagged (†) as unreliable:** " + "; ".join(rel["reasons"]) + ".")
+    else:
+        lines.append("2-thread figures look reliable (FMA peak scales %.2fx; repeats vary by at most %.0f%%)."
+                     % (rel["fma_scale"], 100 * rel["spread_2t"]))
+    if rel["one_thread_noisy"]:
+        lines.append("The 1-thread limits also vary by up to %.0f%% between repeats: the machine was busy."
+                     % (100 * rel["spread_1t"]))
+    lines += ["", "Columns: median and min of the timed runs; rate from the workload's byte or flop count; "
+              "fraction of the machine limit named in the heading, at the same thread count; "
+              "time / texc = this row's median over texc's median at the same thread count (below 1: faster "
+              "than texc); check = largest |result - texc| / largest |texc|.", ""]
+    for wl in wls:
+        wrows = [r for r in rows if r["workload"] == wl["name"]]
+        unit = "GB/s" if "bytes" in wl else "GFLOP/s"
+        limname = {"add3": "a+b+c bandwidth", "copy": "copy bandwidth", "fma": "FMA peak"}[wl["limit"]]
+        lines += ["### %s" % wl["name"], "",
+                  "| implementation | threads | median ms | min ms | %s | of %s | time / texc | check | notes |"
+                  % (unit, limname), "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in wrows:
+            label = PEER_LABEL.get(r["impl"], r["impl"])
+            th = "%d%s" % (r["threads"], "†" if r["threads"] == 2 and rel["two_thread_unreliable"] else "")
+            if "unavailable" in r:
+                lines.append("| %s | %s | unavailable: %s | | | | | | |" % (label, th, r["unavailable"]))
+                continue
+            rate = r.get("gbps", r.get("gflops"))
+            check = "FAIL: " + r["check_fail"] if r.get("check_fail") else (
+                "%.1e" % r["check"] if r.get("check") is not None else "")
+            notes = "; ".join(x for x in (r.get("info", ""), r.get("note", "")) if x)
+            lines.append("| %s | %s | %.3f | %.3f | %.2f | %.3f | %s | %s | %s |" % (
+                label, th, r["median_ms"], r["min_ms"], rate, r["fraction_of_limit"],
+                "%.3f" % r["ratio_to_texc"] if "ratio_to_texc" in r else "", check, notes))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def yes(b):
+    return "yes" if b else "no"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, under 3 minutes")
+    ap.add_argument("--json", help="write every row as JSON to this file")
+    ap.add_argument("--markdown", default=os.path.join(BENCH, "results", "latest.md"), help="write the tables here")
+    ap.add_argument("--only", help="comma-separated substrings of workload names to run")
+    ap.add_argument("--repeat", type=int, default=None, help="timed runs per row (at least 5)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--texc-budget", type=float, default=None,
+                    help="seconds one texc row may take; slower rows keep a single timing")
+    ap.add_argument("--peer-timeout", type=int, default=300)
+    args = ap.parse_args()
+    args.repeat = max(MIN_REPEAT, args.repeat or 5)
+    if args.texc_budget is None:
+        args.texc_budget = 15.0 if args.quick else 45.0
+    if not os.path.exists(TEXC):
+        sys.exit("no %s: run bench/bench.sh, which builds it" % TEXC)
+    started = time.time()
+    wls = QUICK if args.quick else FULL
+    if args.only:
+        keys = args.only.split(",")
+        wls = [w for w in wls if any(k in w["name"] for k in keys)]
+
+    os.makedirs(BUILD, exist_ok=True)
+    shutil.copy2(TEXC, TEXC_SNAPSHOT)
+    cpu = cpu_info()
+    coretype = openblas_coretype(cpu)
+    load_start = os.getloadavg()[0]
+    log("building peers ...")
+    builds = {name: build_cpp(name, srcs, extra) for name, (srcs, extra) in CPP_PEERS.items()}
+    for name, (_, err) in builds.items():
+        if err:
+            log("  %s unavailable: %s" % (name, err))
+    log("measuring machine limits ...")
+    limits = measure_limits(args.quick)
+    rel = reliability(limits)
+    for (fig, t), f in sorted(limits.items()):
+        log("  %-10s %dT  best %.1f %s (min %.1f, median %.1f)" % (fig, t, f["max"], f["unit"], f["min"], f["median"]))
+    rows = []
+    for wl in wls:
+        log("%s" % wl["name"])
+        rows += run_workload(wl, args, limits, rel, builds, coretype)
+    meta = dict(date=datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), cpu=cpu, mode="quick" if args.quick else "full",
+                repeat=args.repeat, openblas_coretype=coretype, limits=limits, reliability=rel,
+                load_start="%.1f" % load_start, load_end="%.1f" % os.getloadavg()[0],
+                wall_s=round(time.time() - started, 1))
+    md = markdown(rows, wls, meta)
+    md += "\nWall time of this run: %.0f s.\n" % meta["wall_s"]
+    print(md)
+    if args.markdown:
+        os.makedirs(os.path.dirname(os.path.abspath(args.markdown)), exist_ok=True)
+        with open(args.markdown, "w") as f:
+            f.write(md)
+    if args.json:
+        meta["limits"] = [dict(v, figure=k[0], threads=k[1]) for k, v in sorted(limits.items())]
+        with open(args.json, "w") as f:
+            json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    log("done in %.0f s" % (time.time() - started))
+    return 1 if any(r.get("check_fail") for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
