@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# The second command of the README (and what CI runs): set up, build, run every test.
+# The second command of the README (and what CI runs): set up, build, run every test, then fuzz
+# the front end for a minute (FUZZ_SECONDS, 0 to skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
+fuzz_seconds=${FUZZ_SECONDS:-60}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  scripts/fuzz.sh "$fuzz_seconds"
+fi
