@@ -17,7 +17,8 @@ struct SyntaxError {};
 
 class Parser {
  public:
-  Parser(std::vector<Token> tokens, DiagnosticEngine& diags) : toks_(std::move(tokens)), diags_(diags) {}
+  Parser(std::vector<Token> tokens, DiagnosticEngine& diags)
+      : toks_(std::move(tokens)), holdsColon_(findColons(toks_)), diags_(diags) {}
 
   // module := (stmt? (NEWLINE | ';'))* EOF
   Module parseModule() {
@@ -397,25 +398,31 @@ class Parser {
 
   // True when the parenthesis at the cursor holds a ':' at its own nesting level, which makes
   // `max(...)`/`min(...)` a reduction rather than the binary function.
-  bool parenHoldsColon() {
-    int depth = 0;
-    for (size_t i = pos_; i < toks_.size(); ++i) {
-      switch (toks_[i].kind) {
+  bool parenHoldsColon() const { return holdsColon_[pos_]; }
+
+  // Finds, in one pass over the tokens, every bracket that holds a ':' at its own nesting level
+  // before it closes (a ')' or ']' closes the innermost open bracket of either kind; a ';' or the
+  // end of file cuts off every open one). Scanning ahead at each `max(` instead would be
+  // quadratic in the nesting depth.
+  static std::vector<bool> findColons(const std::vector<Token>& toks) {
+    std::vector<bool> holds(toks.size(), false);
+    std::vector<size_t> open;
+    for (size_t i = 0; i < toks.size(); ++i) {
+      switch (toks[i].kind) {
         case TokenKind::LParen:
-        case TokenKind::LBracket: ++depth; break;
+        case TokenKind::LBracket: open.push_back(i); break;
         case TokenKind::RParen:
         case TokenKind::RBracket:
-          if (--depth == 0) return false;
+          if (!open.empty()) open.pop_back();
           break;
         case TokenKind::Colon:
-          if (depth == 1) return true;
+          if (!open.empty()) holds[open.back()] = true;
           break;
-        case TokenKind::Semicolon:
-        case TokenKind::Eof: return false;
+        case TokenKind::Semicolon: open.clear(); break;
         default: break;
       }
     }
-    return false;
+    return holds;
   }
 
   // reduction := ('sum' | 'max' | 'min' | 'prod') '(' idxvar (',' idxvar)* ':' expr ')'
@@ -444,6 +451,7 @@ class Parser {
   }
 
   std::vector<Token> toks_;
+  std::vector<bool> holdsColon_;  // per token: a '(' or '[' that holds a ':' at its own level
   DiagnosticEngine& diags_;
   size_t pos_ = 0;
   int depth_ = 0;

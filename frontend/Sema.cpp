@@ -239,13 +239,29 @@ class Sema {
     lets_.push_back(let);
   }
 
+  // Every later stage computes a tensor's size in bytes as an int64: refuse tensors whose byte
+  // count would not fit (2^62 bytes, far beyond any memory).
+  void checkSize(const TensorInfo& t, SourceRange at) {
+    int64_t bytes = dtypeBytes(t.dtype);
+    for (int64_t d : t.shape)
+      if (!mulOk(bytes, d, bytes) || bytes > (int64_t(1) << 62)) {
+        diags_.report(DiagId::TensorTooLarge, at, t.name, typeText(t.dtype, t.shape));
+        throw StatementError{};
+      }
+  }
+
   void analyzeInput(const Stmt& s) {
     TensorInfo t;
     t.name = s.name;
     t.isInput = true;
     t.defRange = s.nameRange;
     t.dtype = *parseDType(s.type.dtype);
+    if (s.type.dims.size() > kMaxRank) {
+      diags_.report(DiagId::RankTooLarge, s.type.dims[kMaxRank]->range, s.name, s.type.dims.size(), kMaxRank);
+      throw StatementError{};
+    }
     for (const ExprPtr& d : s.type.dims) t.shape.push_back(evalPositive(*d, "the extent"));
+    checkSize(t, s.nameRange);
     if (!declare(s.name, s.nameRange, {Symbol::Kind::Tensor, static_cast<int>(tensors_.size()), s.nameRange})) return;
     tensors_.push_back({std::move(t), {}, false});
   }
@@ -257,6 +273,7 @@ class Sema {
       ~Reset() {
         self.currentStmt_ = nullptr;
         self.scope_.clear();
+        self.scopeIndex_.clear();
         self.evidence_.clear();
       }
     } reset{*this};
@@ -283,6 +300,10 @@ class Sema {
       throw StatementError{};
     }
 
+    if (s.lhsVars.size() > kMaxRank) {
+      diags_.report(DiagId::RankTooLarge, s.lhsVars[kMaxRank].range, s.name, s.lhsVars.size(), kMaxRank);
+      throw StatementError{};
+    }
     for (const IndexVarDecl& v : s.lhsVars) declareIndexVar(v, -1);
     comp.numLhsVars = static_cast<int>(comp.vars.size());
 
@@ -306,6 +327,7 @@ class Sema {
     t.defRange = s.nameRange;
     for (int i = 0; i < comp.numLhsVars; ++i) t.shape.push_back(comp.vars[i].extent);
     t.dtype = resultDType(comp.body);
+    checkSize(t, s.nameRange);
     comp.numReduces = reduceCount_;
     int id = static_cast<int>(tensors_.size());
     comp.tensor = id;
@@ -328,12 +350,10 @@ class Sema {
           .note(sym->def, "'{}' is defined here", v.name);
       throw StatementError{};
     }
-    for (const ScopedVar& sv : scope_) {
-      if (sv.name == v.name) {
-        diags_.report(DiagId::IndexVarShadows, v.range, v.name, "another index variable in scope")
-            .note(comp_->vars[sv.id].declRange, "'{}' is declared here", v.name);
-        throw StatementError{};
-      }
+    if (const ScopedVar* sv = findScoped(v.name)) {
+      diags_.report(DiagId::IndexVarShadows, v.range, v.name, "another index variable in scope")
+          .note(comp_->vars[sv->id].declRange, "'{}' is declared here", v.name);
+      throw StatementError{};
     }
     if (currentStmt_ && v.name == currentStmt_->name) {
       diags_.report(DiagId::IndexVarShadows, v.range, v.name, fmt::format("the tensor '{}' being defined", v.name));
@@ -355,14 +375,22 @@ class Sema {
     int id = static_cast<int>(comp_->vars.size());
     comp_->vars.push_back(std::move(iv));
     evidence_.emplace_back();
+    scopeIndex_.emplace(v.name, scope_.size());
     scope_.push_back({v.name, id});
     return id;
   }
 
+  // Names in scope are unique (a duplicate is an error), so a hash map finds them; a linear
+  // search would make a long list of index variables quadratic.
   const ScopedVar* findScoped(const std::string& name) const {
-    for (auto it = scope_.rbegin(); it != scope_.rend(); ++it)
-      if (it->name == name) return &*it;
-    return nullptr;
+    auto it = scopeIndex_.find(name);
+    return it == scopeIndex_.end() ? nullptr : &scope_[it->second];
+  }
+
+  // Drops the index variables declared since the scope held `size` of them.
+  void popScope(size_t size) {
+    for (size_t i = size; i < scope_.size(); ++i) scopeIndex_.erase(scope_[i].name);
+    scope_.resize(size);
   }
 
   // ---- value expressions ---------------------------------------------------------------------
@@ -554,7 +582,7 @@ class Sema {
     for (const IndexVarDecl& d : e.vars) v.reduceVars.push_back(declareIndexVar(d, v.reduceId));
     v.args.push_back(analyzeValue(*e.args[0], shape, v.reduceId));
     requireNumber(v.args[0], *e.args[0]);
-    scope_.resize(scopeSize);
+    popScope(scopeSize);
     return v;
   }
 
@@ -926,6 +954,7 @@ class Sema {
   bool wholeForm_ = false;
   int reduceCount_ = 0;
   std::vector<ScopedVar> scope_;
+  std::unordered_map<std::string, size_t> scopeIndex_;  // name -> position in scope_
   std::vector<std::vector<Evidence>> evidence_;
 };
 

@@ -18,6 +18,11 @@
 
 namespace texc {
 
+// The most dimensions a tensor may have (inputs and index-form left-hand sides; a whole-tensor
+// statement has the rank of its widest operand). Whole-tensor statements index every bare tensor
+// with one variable per dimension, so an unbounded rank would let a small program blow up.
+inline constexpr size_t kMaxRank = 64;
+
 // -D NAME=VALUE overrides, by name.
 using LetOverrides = std::map<std::string, int64_t>;
 
