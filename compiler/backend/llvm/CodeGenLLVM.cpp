@@ -24,7 +24,9 @@ llvm::Type* storageType(llvm::LLVMContext& ctx, DType t) {
     case DType::F32: return llvm::Type::getFloatTy(ctx);
     case DType::F64: return llvm::Type::getDoubleTy(ctx);
     case DType::F16: return llvm::Type::getHalfTy(ctx);
-    case DType::BF16: return llvm::Type::getBFloatTy(ctx);
+    // bf16 is held as raw 16 bits and converted with integer operations: LLVM lowers bfloat
+    // truncation to a runtime-library call (__truncsfbf2) the JIT cannot always resolve.
+    case DType::BF16: return llvm::Type::getInt16Ty(ctx);
   }
   return nullptr;
 }
@@ -106,8 +108,7 @@ class KernelGen {
       case StmtKind::Store: {
         llvm::Value* v = expr(s.value);
         const loops::Buffer& buf = p_.buffers[s.buffer];
-        llvm::Type* st = storageType(ctx_, buf.dtype);
-        b_.CreateAlignedStore(convert(v, st), address(s.buffer, s.index), llvm::Align(elementAlign(buf.dtype)));
+        b_.CreateAlignedStore(toStorage(v, buf.dtype), address(s.buffer, s.index), llvm::Align(elementAlign(buf.dtype)));
         break;
       }
       case StmtKind::AccInit: b_.CreateStore(identity(s.reduce), accs_[s.acc]); break;
@@ -167,6 +168,25 @@ class KernelGen {
     if (v->getType() == to) return v;
     if (v->getType()->getPrimitiveSizeInBits() < to->getPrimitiveSizeInBits()) return b_.CreateFPExt(v, to);
     return b_.CreateFPTrunc(v, to);
+  }
+
+  // Storage <-> compute type. bf16: the high half of an f32; stores round to nearest even and
+  // keep NaN a (quiet) NaN.
+  llvm::Value* fromStorage(llvm::Value* v, DType t) {
+    if (t != DType::BF16) return convert(v, ft_);
+    llvm::Value* bits = b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16);
+    return convert(b_.CreateBitCast(bits, b_.getFloatTy()), ft_);
+  }
+
+  llvm::Value* toStorage(llvm::Value* v, DType t) {
+    if (t != DType::BF16) return convert(v, storageType(ctx_, t));
+    llvm::Value* f = convert(v, b_.getFloatTy());
+    llvm::Value* bits = b_.CreateBitCast(f, b_.getInt32Ty());
+    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
+    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(b_.getInt32(0x7FFF), lsb)), 16);
+    llvm::Value* quietNaN = b_.CreateOr(b_.CreateLShr(bits, 16), 0x40);
+    llvm::Value* isNaN = b_.CreateFCmpUNO(f, f);
+    return b_.CreateTrunc(b_.CreateSelect(isNaN, quietNaN, rounded), b_.getInt16Ty());
   }
 
   llvm::Value* index(const IndexExpr& ix) {
@@ -238,7 +258,7 @@ class KernelGen {
         const loops::Buffer& buf = p_.buffers[e.buffer];
         llvm::Value* v = b_.CreateAlignedLoad(storageType(ctx_, buf.dtype), address(e.buffer, e.index),
                                               llvm::Align(elementAlign(buf.dtype)));
-        return convert(v, ft_);
+        return fromStorage(v, buf.dtype);
       }
       case ExprKind::AccRead: return b_.CreateLoad(ft_, accs_[e.acc]);
       case ExprKind::Unary: {
