@@ -11,6 +11,7 @@ bool runParse(CompileState& s) {
 
 bool runSema(CompileState& s) {
   s.graph = analyze(s.module, *s.diags, s.overrides);
+  s.analysed = s.graph;
   return true;
 }
 

@@ -50,6 +50,7 @@ struct CompileState {
   PipelineOptions options;
 
   Module module;                          // after parse
+  std::optional<Program> analysed;        // after sema, untouched by later passes (the reference runs it)
   std::optional<Graph> graph;             // after sema: the analysed program, then the dataflow graph
   std::vector<FusionDecision> fusionDecisions;  // after fuse
   std::optional<loops::LoopProgram> loops;  // after lower-to-loops

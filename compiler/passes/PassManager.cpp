@@ -96,15 +96,34 @@ bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, 
   std::ostream& out = inst.out ? *inst.out : std::cerr;
   if (!inst.dumpDir.empty()) std::filesystem::create_directories(inst.dumpDir);
   int index = 0;
+  // A pass reads its own stage's IR when that exists (split-ops reads the analysed program as a
+  // graph); a pass that starts a stage reads what the pass before it produced.
+  const PassInfo* previous = nullptr;
+  auto available = [&](Stage stage) {
+    switch (stage) {
+      case Stage::Ast: return previous != nullptr;
+      case Stage::Sema:
+      case Stage::Graph: return s.graph.has_value();
+      case Stage::Loops: return s.loops.has_value();
+      case Stage::LLVM: return s.llvmModule != nullptr;
+    }
+    return false;
+  };
   for (const PassInfo* pass : pipeline) {
     ++index;
-    if (inst.printBefore.count(pass->name))
-      out << fmt::format("// ----- IR before {} -----\n{}", pass->name, printStage(s, pass->stage));
+    if (inst.printBefore.count(pass->name)) {
+      std::string text = available(pass->stage) ? printStage(s, pass->stage)
+                         : previous             ? printStage(s, previous->stage)
+                         : s.file               ? s.file->text()
+                                                : std::string();
+      out << fmt::format("// ----- IR before {} -----\n{}", pass->name, text);
+    }
     Stopwatch clock;
     bool changed = pass->run(s);
     double ms = clock.milliseconds();
     if (timings) timings->push_back({pass->name, ms, changed});
     if (s.diags && s.diags->hasErrors()) return false;
+    previous = pass;
     if (inst.verifyEachPass) verify(s, *pass);
     if (inst.printAfterAll || inst.printAfter.count(pass->name)) {
       out << fmt::format("// ----- IR after {} -----\n", pass->name);

@@ -61,6 +61,11 @@ bool fold(Value& v) {
         double x = c.args[0].constant, y = c.args[1].constant;
         bool t = c.binaryOp == BinaryOp::Lt ? x < y : c.binaryOp == BinaryOp::Le ? x <= y : c.binaryOp == BinaryOp::Gt ? x > y
                : c.binaryOp == BinaryOp::Ge ? x >= y : c.binaryOp == BinaryOp::Eq ? x == y : x != y;
+        // The branch dropped must hold no guarded read: its out-of-bounds terms are skipped even
+        // though select would not use its value.
+        bool guarded = false;
+        forEachValue(t ? v.args[2] : v.args[1], [&](const Value& x) { guarded |= x.kind == ValueKind::Access && x.check == AccessCheck::Guarded; });
+        if (guarded) return changed;
         Value pick = t ? v.args[1] : v.args[2];
         v = std::move(pick);
         return true;

@@ -10,7 +10,8 @@
 // computed after fusion divided by its number of elements: for each distinct read of P (reads
 // with the same index expressions in one consumer count once; LLVM computes them once), the
 // size of the iteration domain around the read, divided by |P|. P is fused when
-//   - it is not an output (an output is written anyway), and every read is proven in bounds
+//   - it is not an output (an output is written anyway), nor stored as f16/bf16 (the rounding on
+//     store is part of the result), and every read is proven in bounds
 //     (a read that may fall outside skips its term; the check needs P's own index), and
 //   - P is elementwise and the factor is at most 2 (softmax's exp feeds both the sum and the
 //     normalisation: computed twice, never stored), or
@@ -201,6 +202,8 @@ bool runFuse(CompileState& s) {
     FusionDecision d{pt.name, into, false, ""};
     if (pt.isOutput) {
       d.reason = "not fused: it is an output, written anyway; its readers load it";
+    } else if (pt.dtype == DType::F16 || pt.dtype == DType::BF16) {
+      d.reason = fmt::format("not fused: it is stored as {}, and that rounding is part of the program's result", dtypeName(pt.dtype));
     } else if (!allInBounds) {
       d.reason = "not fused: a read may fall outside it and skip its term; fusing would lose that check";
     } else if (reduction && s.options.fuse == FuseMode::Elementwise) {

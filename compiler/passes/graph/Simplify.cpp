@@ -3,7 +3,7 @@
 //   x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0  ->  x      (x + 0 keeps -0 + 0 = +0: see below)
 //   -(-x)                                     ->  x
 //   x / c                                     ->  x * (1/c)   when c is a power of two
-//   pow(x, 1) -> x,  pow(x, 2) -> x * x
+//   pow(x, 1) -> x,  pow(x, 2) -> x * x      (not when x holds a reduction: it would run twice)
 //
 // Not applied, because they change results for some inputs: x * 0 -> 0 (NaN, inf), x - x -> 0,
 // x + 0 -> x when x may be -0 (the sum is +0): x + 0 is rewritten only for x + (-0), which is
@@ -25,6 +25,12 @@ bool isPowerOfTwo(double c) {
   int exp;
   double m = std::frexp(std::fabs(c), &exp);
   return m == 0.5 && exp - 1 >= -126 && exp - 1 <= 126;
+}
+
+bool containsReduce(const Value& v) {
+  bool found = false;
+  forEachValue(v, [&](const Value& x) { found |= x.kind == ValueKind::Reduce; });
+  return found;
 }
 
 bool simplify(Value& v) {
@@ -66,7 +72,7 @@ bool simplify(Value& v) {
   } else if (v.kind == ValueKind::Call && v.builtin == Builtin::Pow && v.args[1].kind == ValueKind::Const) {
     if (v.args[1].constant == 1) {
       replace(Value(v.args[0]));
-    } else if (v.args[1].constant == 2) {
+    } else if (v.args[1].constant == 2 && !containsReduce(v.args[0])) {  // a copied reduction would repeat its id
       Value m;
       m.kind = ValueKind::Binary;
       m.binaryOp = BinaryOp::Mul;

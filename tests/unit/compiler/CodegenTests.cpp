@@ -47,7 +47,7 @@ TEST_CASE("an elementwise program vectorizes, tanh included", "[codegen]") {
   CHECK(ll.find("@tanh(") == std::string::npos);
 }
 
-TEST_CASE("-O0 calls libm and keeps scalar code", "[codegen]") {
+TEST_CASE("at -O0 math calls libm and the code stays scalar", "[codegen]") {
   std::string ll = compileTo(kGelu, Stage::LLVM, 0);
   CHECK(ll.find("@tanhf") != std::string::npos);
   CHECK_FALSE(hasVectorFloats(ll));

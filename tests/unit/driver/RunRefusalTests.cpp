@@ -182,10 +182,10 @@ TEST_CASE("run: an output path taken by a directory writes no output at all", "[
 }
 
 TEST_CASE("run: a failure after the output directory was made removes it again", "[driver][run][refusal]") {
-  // The output is too large to allocate: that is found after --output-dir was created, which must
+  // The output (2^55 bytes) is too large to allocate: that is found after --output-dir was created, which must
   // not be left behind. A directory that was there before stays.
   Sandbox box;
-  fs::path huge = box.input("huge.tex", "let N = 4611686018427387904\ninput x : f32[4]\noutput y[i < N] = x[0]\n");
+  fs::path huge = box.input("huge.tex", "let N = 9007199254740992\ninput x : f32[4]\noutput y[i < N] = x[0]\n");
   expectRefusal(box, {"run", huge.string(), "--random", "1", "--output-dir", "new/deeper"}, 3, {"'y'"});
   fs::create_directories(box.work() / "existing");
   expectRefusal(box, {"run", huge.string(), "--random", "1", "--output-dir", "existing/new"}, 3, {"'y'"});

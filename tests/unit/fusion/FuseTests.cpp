@@ -95,7 +95,7 @@ TEST_CASE("gelu with bias and residual becomes one kernel", "[fusion]") {
   requireSameResults(*c);
 }
 
-TEST_CASE("--fuse=none keeps one kernel per operator", "[fusion]") {
+TEST_CASE("fuse=none keeps one kernel per operator", "[fusion]") {
   auto c = compile(source("gelu.tex"), FuseMode::None, {{"N", 8}, {"D", 16}});
   CHECK(kernels(*c) == 11);
   CHECK(c->state.fusionDecisions.empty());
@@ -178,7 +178,7 @@ output y[i < 16] = sum(r: t[i + r - 1] * w[r])
   requireSameResults(*c);
 }
 
-TEST_CASE("--fuse=elementwise keeps reductions as their own kernels", "[fusion]") {
+TEST_CASE("fuse=elementwise keeps reductions as their own kernels", "[fusion]") {
   auto c = compile(source("conv_pool.tex"), FuseMode::Elementwise, {{"C", 3}, {"K", 4}, {"H", 8}, {"W", 6}});
   CHECK_FALSE(decision(*c, "conv")->fused);
   CHECK(kernels(*c) == 2);

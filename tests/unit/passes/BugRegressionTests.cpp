@@ -1,0 +1,245 @@
+// Regression tests of pass bugs found while writing the pass tests: each test states what is
+// right and fails while the bug is there. Tagged [bug]. The comment above each says what went
+// wrong; "(fixed)" marks those fixed since (commit 0c27635), whose tests now guard the fix.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "PassTestSupport.h"
+#include "compiler/backend/llvm/CpuExecutable.h"
+#include "compiler/passes/Pipeline.h"
+#include "runtime/Buffer.h"
+#include "runtime/Half.h"
+#include "runtime/ThreadPool.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+namespace texc::passtest {
+namespace {
+
+// The graph of `program` right before the first run of pass `name`, and right after it.
+void aroundPass(const TestProgram& program, const std::string& name, Graph& before, Graph& after, bool& changed) {
+  std::unique_ptr<Session> s = startSession(program);
+  const PassInfo* pass = findPass(name);
+  REQUIRE(pass != nullptr);
+  for (const PassInfo* p : buildPipeline(Stage::Graph)) {
+    if (p == pass) break;
+    s->runPass(*p);
+  }
+  REQUIRE(s->failure() == "");
+  before = *s->state().graph;
+  changed = s->runPass(*pass);
+  REQUIRE(s->failure() == "");
+  after = *s->state().graph;
+}
+
+// Reference outputs of the graphs before and after pass `name` on `inputs`: must be identical.
+void requireSameReference(const TestProgram& program, const std::string& name, const std::vector<RefTensor>& inputs) {
+  Graph before, after;
+  bool changed = false;
+  aroundPass(program, name, before, after, changed);
+  std::string diff = compareOutputsExactly(before, referenceOutputs(before, inputs), after, referenceOutputs(after, inputs));
+  INFO("before " << name << ":\n" << printGraph(before) << "after " << name << ":\n" << printGraph(after));
+  CHECK(diff == "");
+}
+
+RefTensor vec(std::vector<double> v) {
+  RefTensor t;
+  t.shape = {static_cast<int64_t>(v.size())};
+  t.data = std::move(v);
+  return t;
+}
+
+ElemType elemTypeOf(DType t) {
+  switch (t) {
+    case DType::F32: return ElemType::F32;
+    case DType::F64: return ElemType::F64;
+    case DType::F16: return ElemType::F16;
+    case DType::BF16: return ElemType::BF16;
+  }
+  return ElemType::F32;
+}
+
+double load(const Tensor& t, int64_t i) {
+  switch (t.type) {
+    case ElemType::F32: return t.data.as<float>()[i];
+    case ElemType::F64: return t.data.as<double>()[i];
+    case ElemType::F16: return halfToFloat(t.data.as<uint16_t>()[i]);
+    case ElemType::BF16: return bf16ToFloat(t.data.as<uint16_t>()[i]);
+  }
+  return 0;
+}
+
+void store(Tensor& t, int64_t i, double v) {
+  switch (t.type) {
+    case ElemType::F32: t.data.as<float>()[i] = static_cast<float>(v); break;
+    case ElemType::F64: t.data.as<double>()[i] = v; break;
+    case ElemType::F16: t.data.as<uint16_t>()[i] = floatToHalf(static_cast<float>(v)); break;
+    case ElemType::BF16: t.data.as<uint16_t>()[i] = floatToBf16(static_cast<float>(v)); break;
+  }
+}
+
+// Compiles `program` through the whole pipeline, runs it on one thread with `inputs` (one vector
+// per input, stored in the input's dtype) and returns the first output as doubles.
+std::vector<double> runCompiled(const TestProgram& program, const std::vector<std::vector<double>>& inputs) {
+  std::unique_ptr<Session> s = startSession(program);
+  REQUIRE(s->runThroughPassManager(buildPipeline(Stage::LLVM), Instrumentation{}));
+  CompileState& st = s->state();
+  const Graph& g = *st.graph;
+  REQUIRE(inputs.size() == g.inputs.size());
+  std::vector<Tensor> tensors;
+  for (const TensorInfo& t : g.tensors) tensors.push_back(makeTensor(elemTypeOf(t.dtype), t.shape));
+  for (size_t k = 0; k < g.inputs.size(); ++k) {
+    REQUIRE(static_cast<int64_t>(inputs[k].size()) == numElements(tensors[g.inputs[k]]));
+    for (size_t i = 0; i < inputs[k].size(); ++i) store(tensors[g.inputs[k]], static_cast<int64_t>(i), inputs[k][i]);
+  }
+  std::vector<void*> ptrs;
+  for (Tensor& t : tensors) ptrs.push_back(t.data.data());
+  std::unique_ptr<CpuExecutable> exe =
+      CpuExecutable::load(std::move(st.llvmContext), std::move(st.llvmModule), *st.loops, st.options.optLevel);
+  ThreadPool pool(1);
+  exe->run(ptrs.data(), pool);
+  const Tensor& out = tensors[g.outputs.front()];
+  std::vector<double> result;
+  for (int64_t i = 0; i < numElements(out); ++i) result.push_back(load(out, i));
+  return result;
+}
+
+// (fixed) constant-fold evaluated relu, max and min with std::max/std::min, which return their
+// first argument for -0 against +0, while the reference (`a > b ? a : b`) gave the second:
+// relu(-0) folded to -0, max(-0, 0) to -0, min(0, -0) to +0, and the reference said the
+// opposite. Dividing by the folded zero shows the sign. Both now treat -0 < +0.
+TEST_CASE("bug: constant-fold gives relu/max/min of signed zeros the reference's result", "[passes][bug]") {
+  TestProgram p = inlineProgram("signed_zeros",
+                                "input x : f32[4]\n"
+                                "output a[i] = sum(j < 1: x[i] / relu(-0))\n"
+                                "output b[i] = sum(j < 1: x[i] / max(-0, 0))\n"
+                                "output c[i] = sum(j < 1: x[i] / min(0, -0))\n");
+  requireSameReference(p, "constant-fold", {vec({1, -1, 2, 0.5})});
+}
+
+// (fixed) constant-fold forwarded a constant node into its readers rounded to the node's dtype
+// (f32), while the float64 reference keeps the stored value exact: rsqrt(3) was
+// 0.5773502691896258 before the pass and 0.5773502588272095 (float(rsqrt(3))) after it, so y
+// changed by a relative 1.8e-8. Now only exactly stored values are forwarded.
+TEST_CASE("bug: constant-fold forwards constants without changing the reference's results", "[passes][bug]") {
+  TestProgram p = inlineProgram("rounded_constant",
+                                "let D = 3\n"
+                                "input x : f64[4]\n"
+                                "c[i < 4] = rsqrt(D)\n"
+                                "output y[i] = x[i] * c[i]\n");
+  requireSameReference(p, "constant-fold", {vec({1, -1, 2, 0.5})});
+}
+
+// (fixed) simplify rewrote x / c as x * (1/c) for a power of two c after checking that 1/c is
+// finite in float64, but an f32 kernel computes in f32: for c = 2^-128 (a subnormal float)
+// 1/c = 2^128 overflows to inf, so x * inf was +-inf (and 0 * inf NaN) where x / 2^-128 is
+// finite (0.5 / 2^-128 = 2^127). Now only 2^-126..2^126 are rewritten.
+TEST_CASE("bug: simplify's x / 2^k -> x * 2^-k keeps f32 results finite", "[passes][bug]") {
+  TestProgram p = inlineProgram("tiny_divisor",
+                                "input x : f32[4]\n"
+                                "output y[i] = x[i] / 2.938735877055719e-39\n");
+  std::vector<double> x = {0.5, -0.25, 1e-3, 0};
+  std::vector<double> y = runCompiled(p, {x});
+  REQUIRE(y.size() == x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    INFO("x = " << x[i]);
+    double expected = static_cast<float>(static_cast<double>(static_cast<float>(x[i])) / 0x1p-128);
+    CHECK(std::isfinite(y[i]));
+    CHECK(y[i] == expected);
+  }
+}
+
+// (fixed) split-ops gave the nodes it creates the statement's storage dtype; for an f16
+// statement every intermediate was then stored as f16 under --fuse=none, though the statement
+// computes in f32 (docs/architecture.md). (h + 1000) - 1000 is h in f32; with f16 intermediates
+// h + 1000 was rounded to a multiple of 0.5 first (0.1 gave 0, 0.3 gave 0.5).
+TEST_CASE("bug: --fuse=none computes an f16 statement as --fuse=all does", "[passes][bug]") {
+  std::string text = "input h : f16[4]\noutput y = (h + 1000) - 1000\n";
+  std::vector<double> h = {0.0999755859375, 0.300048828125, -0.7001953125, 0.12298583984375};  // f16 values
+  ProgramOptions none;
+  none.fuse = FuseMode::None;
+  std::vector<double> fused = runCompiled(inlineProgram("f16_all", text), {h});
+  std::vector<double> unfused = runCompiled(inlineProgram("f16_none", text, none), {h});
+  CHECK(fused == h);
+  CHECK(unfused == h);
+}
+
+// (fixed) cse returned true whenever it met a duplicate node, even one nobody reads (so
+// redirecting its readers changed nothing). Here constant-fold has forwarded both rsqrt(16)
+// nodes into their readers, which differ (x * 0.25 and 0.25 * x): cse changed nothing but said
+// it did, and --print-after=cse printed the whole graph instead of "(unchanged)".
+TEST_CASE("bug: cse returns false when it changes nothing", "[passes][bug]") {
+  TestProgram p = inlineProgram("unread_duplicates",
+                                "let D = 16\n"
+                                "input x : f32[4]\n"
+                                "output y[i] = x[i] * rsqrt(D) - rsqrt(D) * x[i]\n");
+  Graph before, after;
+  bool changed = true;
+  aroundPass(p, "cse", before, after, changed);
+  REQUIRE(graphStructure(before) == graphStructure(after));
+  CHECK_FALSE(changed);
+
+  // Run twice, cse must find nothing more the second time.
+  TestProgram q = fileProgram(sourceRoot() / "tests" / "golden" / "passes" / "cse" / "within_statement.tex");
+  aroundPass(q, "cse", before, after, changed);
+  CHECK(changed);
+  bool again = true;
+  std::string error;
+  Graph twice = applyGraphPass(*findPass("cse"), after, PipelineOptions{}, again, error);
+  CHECK(graphStructure(twice) == graphStructure(after));
+  CHECK_FALSE(again);
+}
+
+// constant-fold replaces select(c, a, b) with a constant condition by the branch it picks. Inside
+// a reduction this drops the guarded accesses of the other branch, and with them the skipping of
+// the terms where those accesses fall outside: the reference (and the loop IR's guard) skip a
+// term when any guarded access it owns is outside, whichever branch select takes. Here
+// count[0] counts the terms whose x[i + t - 1] is inside: 2 before the pass, 3 after it.
+TEST_CASE("bug: constant-fold keeps the skipped terms of a select it folds", "[passes][bug]") {
+  TestProgram p = inlineProgram("select_guard",
+                                "let N = 6\n"
+                                "input x : f32[N]\n"
+                                "output count[i < N] = sum(t < 3: select(N > 4, 1, x[i + t - 1]))\n");
+  requireSameReference(p, "constant-fold", {vec({1, 2, 3, 4, 5, 6})});
+}
+
+// Program.h: a Reduce's id is "unique within the computation". simplify rewrites pow(e, 2) as
+// e * e with two copies of e; when e contains a reduction (a nested one, inside a reduction body
+// that split-ops kept whole) the computation then holds two reductions with the same id, and
+// computes the reduction twice: s[i] = sum(j: max(k: ...) * max(k: ...)), both max with id 1.
+TEST_CASE("bug: the graph passes keep reduction ids unique within a computation", "[passes][bug]") {
+  TestProgram p = inlineProgram("pow_of_reduction",
+                                "let N = 4\n"
+                                "input x : f32[N, N]\n"
+                                "output s[i] = sum(j < N: pow(max(k < 3: x[i, j + k - 1]), 2))\n"
+                                "output t[i] = pow(sum(k: x[i, k]), 2)\n");
+  std::unique_ptr<Session> s = startSession(p);
+  std::string duplicates;
+  for (const PassInfo* pass : buildPipeline(Stage::Graph)) {
+    s->runPass(*pass);
+    REQUIRE(s->failure() == "");
+    if (pass->stage != Stage::Graph) continue;
+    const Graph& g = *s->state().graph;
+    for (const Computation& c : g.computations) {
+      std::vector<int> ids;
+      forEachValue(c.body, [&](const Value& v) {
+        if (v.kind == ValueKind::Reduce) ids.push_back(v.reduceId);
+      });
+      std::sort(ids.begin(), ids.end());
+      auto twice = std::adjacent_find(ids.begin(), ids.end());
+      if (twice != ids.end())
+        duplicates += fmt::format("after {}: %{} has two reductions with id {}: {}", pass->name, g.tensors[c.tensor].name, *twice,
+                                  printGraph(g));
+    }
+    if (!duplicates.empty()) break;  // the first pass that breaks it
+  }
+  CHECK(duplicates == "");
+}
+
+}  // namespace
+}  // namespace texc::passtest

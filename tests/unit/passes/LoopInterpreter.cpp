@@ -1,0 +1,183 @@
+#include "LoopInterpreter.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace texc::passtest {
+
+namespace {
+
+using loops::Buffer;
+using loops::Expr;
+using loops::ExprKind;
+using loops::GuardCond;
+using loops::Kernel;
+using loops::LoopProgram;
+using loops::Stmt;
+using loops::StmtKind;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double maxOf(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : maximumOf(a, b); }
+double minOf(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : minimumOf(a, b); }
+
+struct Failure {
+  std::string what;
+};
+
+class KernelRun {
+ public:
+  KernelRun(const LoopProgram& p, const Kernel& k, std::vector<std::vector<double>>& buffers)
+      : p_(p), k_(k), buffers_(buffers), vars_(k.varNames.size(), 0), accs_(k.numAccs, kNaN), accSet_(k.numAccs, false) {}
+
+  void run() {
+    for (const Stmt& s : k_.body) exec(s);
+  }
+
+ private:
+  size_t offset(int buffer, const std::vector<IndexExpr>& index) const {
+    const Buffer& b = p_.buffers[buffer];
+    size_t off = 0;
+    for (size_t d = 0; d < index.size(); ++d) {
+      int64_t i = evalIndex(index[d], vars_);
+      if (i < 0 || i >= b.shape[d])
+        throw Failure{fmt::format("kernel {}: index {} of {} is {}, outside [0, {})", k_.name, d, b.name, i, b.shape[d])};
+      off = off * static_cast<size_t>(b.shape[d]) + static_cast<size_t>(i);
+    }
+    return off;
+  }
+
+  void exec(const Stmt& s) {
+    switch (s.kind) {
+      case StmtKind::Loop:
+        for (int64_t v = 0; v < s.extent; ++v) {
+          vars_[s.var] = v;
+          for (const Stmt& b : s.body) exec(b);
+        }
+        break;
+      case StmtKind::Store: buffers_[s.buffer][offset(s.buffer, s.index)] = eval(s.value); break;
+      case StmtKind::AccInit:
+        accs_[s.acc] = s.reduce == ReduceKind::Sum ? 0.0 : s.reduce == ReduceKind::Prod ? 1.0 : s.reduce == ReduceKind::Max ? -kInf : kInf;
+        accSet_[s.acc] = true;
+        break;
+      case StmtKind::AccUpdate: {
+        if (!accSet_[s.acc]) throw Failure{fmt::format("kernel {}: acc{} updated before it is set", k_.name, s.acc)};
+        double x = eval(s.value);
+        double& a = accs_[s.acc];
+        switch (s.reduce) {
+          case ReduceKind::Sum: a = a + x; break;
+          case ReduceKind::Prod: a = a * x; break;
+          case ReduceKind::Max: a = maxOf(a, x); break;
+          case ReduceKind::Min: a = minOf(a, x); break;
+        }
+        break;
+      }
+      case StmtKind::Guard: {
+        for (const GuardCond& c : s.conds) {
+          int64_t i = evalIndex(c.index, vars_);
+          if (i < 0 || i >= c.extent) return;
+        }
+        for (const Stmt& b : s.body) exec(b);
+        break;
+      }
+    }
+  }
+
+  double call(const Expr& e) {
+    if (e.builtin == Builtin::Select) return eval(e.args[0]) != 0 ? eval(e.args[1]) : eval(e.args[2]);
+    double a = eval(e.args[0]);
+    switch (e.builtin) {
+      case Builtin::Exp: return std::exp(a);
+      case Builtin::Log: return std::log(a);
+      case Builtin::Sqrt: return std::sqrt(a);
+      case Builtin::Rsqrt: return 1 / std::sqrt(a);
+      case Builtin::Tanh: return std::tanh(a);
+      case Builtin::Sigmoid: return 1 / (1 + std::exp(-a));
+      case Builtin::Relu: return maxOf(a, 0);
+      case Builtin::Abs: return std::fabs(a);
+      case Builtin::Erf: return std::erf(a);
+      case Builtin::Sin: return std::sin(a);
+      case Builtin::Cos: return std::cos(a);
+      case Builtin::Floor: return std::floor(a);
+      case Builtin::Ceil: return std::ceil(a);
+      case Builtin::Pow: return std::pow(a, eval(e.args[1]));
+      case Builtin::Min: return minOf(a, eval(e.args[1]));
+      case Builtin::Max: return maxOf(a, eval(e.args[1]));
+      case Builtin::Select: break;
+    }
+    throw Failure{"unknown builtin"};
+  }
+
+  double binary(const Expr& e) {
+    double a = eval(e.args[0]);
+    double b = eval(e.args[1]);
+    switch (e.binaryOp) {
+      case BinaryOp::Add: return a + b;
+      case BinaryOp::Sub: return a - b;
+      case BinaryOp::Mul: return a * b;
+      case BinaryOp::Div: return a / b;
+      case BinaryOp::Lt: return a < b;
+      case BinaryOp::Le: return a <= b;
+      case BinaryOp::Gt: return a > b;
+      case BinaryOp::Ge: return a >= b;
+      case BinaryOp::Eq: return a == b;
+      case BinaryOp::Ne: return a != b;
+      case BinaryOp::And: return a != 0 && b != 0;
+      case BinaryOp::Or: return a != 0 || b != 0;
+      case BinaryOp::Mod: break;
+    }
+    throw Failure{fmt::format("kernel {}: '%' in a value", k_.name)};
+  }
+
+  double eval(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::Const: return e.constant;
+      case ExprKind::VarValue: return static_cast<double>(e.index.empty() ? vars_[e.var] : evalIndex(e.index[0], vars_));
+      case ExprKind::Load: return buffers_[e.buffer][offset(e.buffer, e.index)];
+      case ExprKind::AccRead:
+        if (!accSet_[e.acc]) throw Failure{fmt::format("kernel {}: acc{} read before it is set", k_.name, e.acc)};
+        return accs_[e.acc];
+      case ExprKind::Unary: {
+        double a = eval(e.args[0]);
+        return e.unaryOp == UnaryOp::Neg ? -a : (a == 0 ? 1.0 : 0.0);
+      }
+      case ExprKind::Binary: return binary(e);
+      case ExprKind::Call: return call(e);
+    }
+    throw Failure{"unknown expression"};
+  }
+
+  const LoopProgram& p_;
+  const Kernel& k_;
+  std::vector<std::vector<double>>& buffers_;
+  std::vector<int64_t> vars_;
+  std::vector<double> accs_;
+  std::vector<bool> accSet_;
+};
+
+}  // namespace
+
+std::string interpretLoops(const loops::LoopProgram& p, std::vector<std::vector<double>>& buffers) {
+  if (buffers.size() != p.buffers.size()) return "wrong number of buffers";
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    size_t n = static_cast<size_t>(p.buffers[b].numElements());
+    if (p.buffers[b].kind == loops::BufferKind::Input) {
+      if (buffers[b].size() != n) return fmt::format("input {} has {} elements, expected {}", p.buffers[b].name, buffers[b].size(), n);
+    } else {
+      // Written before read in a valid program; NaN makes a read of an unwritten element show.
+      buffers[b].assign(n, kNaN);
+    }
+  }
+  try {
+    for (const loops::Kernel& k : p.kernels) KernelRun(p, k, buffers).run();
+  } catch (const Failure& f) {
+    return f.what;
+  }
+  return "";
+}
+
+}  // namespace texc::passtest

@@ -1,0 +1,147 @@
+// Shared helpers of the pass tests: finding the test programs and their options, running the
+// pipeline in-process pass by pass, golden files (TEXC_ACCEPT=1 rewrites them) with a readable
+// diff on mismatch, and running graphs through the float64 reference on random inputs.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/passes/Pass.h"
+#include "compiler/passes/PassManager.h"
+#include "compiler/reference/Reference.h"
+#include "frontend/Diagnostics.h"
+#include "frontend/Sema.h"
+#include "frontend/Source.h"
+
+namespace texc::passtest {
+
+namespace fs = std::filesystem;
+
+// ---- files -------------------------------------------------------------------------------------
+
+const fs::path& sourceRoot();
+// TEXC_ACCEPT=1: goldens are rewritten instead of compared.
+bool acceptMode();
+std::string readFile(const fs::path& path);
+// Writes `text` unless the file already holds exactly that; returns whether it wrote.
+bool writeIfChanged(const fs::path& path, const std::string& text);
+// `path` relative to the repository root, with forward slashes.
+std::string repoPath(const fs::path& path);
+// The .tex files directly in `dir` (none when it does not exist), sorted.
+std::vector<fs::path> texFilesIn(const fs::path& dir);
+// The .tex files anywhere under `dir`, sorted.
+std::vector<fs::path> texFilesUnder(const fs::path& dir);
+
+// ---- test programs -----------------------------------------------------------------------------
+
+// How a test program is compiled: -D overrides and the fusion mode.
+struct ProgramOptions {
+  LetOverrides overrides;
+  FuseMode fuse = FuseMode::All;
+};
+
+// Reads the options of every line starting with `# golden:` in `text`: `-D NAME=VALUE`,
+// `-DNAME=VALUE` and `--fuse=none|elementwise|all`. Returns an error message for anything else.
+std::optional<std::string> readGoldenOptions(const std::string& text, ProgramOptions& out);
+
+// Parses one line of `-D NAME=VALUE` / `--fuse=MODE` words (the part after `# golden:`).
+std::optional<std::string> readOptionWords(const std::string& words, ProgramOptions& out);
+
+struct TestProgram {
+  std::string name;  // the source path from the repository root, or a made-up name for inline text
+  std::string fileName;  // what diagnostics call the file
+  std::string text;
+  ProgramOptions options;
+  std::string error;  // why the program cannot be used (bad options), empty when it can
+};
+
+// The file tests/golden/graph/example-sizes.txt: one line per example, `NAME.tex -D N=8 ...`,
+// giving the small sizes the examples are compiled with in every pass test.
+fs::path exampleSizesFile();
+
+// Every examples/*.tex with its small sizes (error set when the sizes file has no line for it).
+std::vector<TestProgram> examplePrograms();
+// A .tex file with the options of its `# golden:` lines.
+TestProgram fileProgram(const fs::path& path);
+// Program text given inline (regression tests).
+TestProgram inlineProgram(const std::string& name, const std::string& text, ProgramOptions options = {});
+// Every example and every tests/golden/**/*.tex.
+std::vector<TestProgram> allPrograms();
+
+// ---- running the pipeline ----------------------------------------------------------------------
+
+// A program being compiled: owns the source and diagnostics the CompileState points at. Not
+// movable (CompileState is not), so it lives behind a unique_ptr.
+class Session {
+ public:
+  explicit Session(const TestProgram& program);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  CompileState& state() { return state_; }
+  const CompileState& state() const { return state_; }
+  DiagnosticEngine& diags() { return diags_; }
+  // Why the program could not be compiled this far, empty while all is well.
+  const std::string& failure() const { return failure_; }
+
+  // Runs parse, checks the -D names against the module (as texc does), then the rest of
+  // `pipeline` through the pass manager with `inst`. Returns false (failure() says why) on errors.
+  bool runThroughPassManager(const std::vector<const PassInfo*>& pipeline, const Instrumentation& inst);
+
+  // Runs one pass directly (no pass manager); returns whether it changed anything. Sets failure()
+  // when the pass reported errors.
+  bool runPass(const PassInfo& pass);
+
+ private:
+  SourceFile file_;
+  DiagnosticEngine diags_;
+  CompileState state_;
+  std::string failure_;
+};
+
+std::unique_ptr<Session> startSession(const TestProgram& program);
+
+// The passes of buildPipeline(Stage::Graph) that work on the graph (those after sema), in order.
+std::vector<const PassInfo*> graphPipeline();
+
+// Runs `pass` on a copy of `graph` with `options`; returns the new graph. `changed` receives what
+// the pass returned, `error` the diagnostics when it reported errors.
+Graph applyGraphPass(const PassInfo& pass, const Graph& graph, const PipelineOptions& options, bool& changed,
+                     std::string& error);
+
+// Every field of the graph as text (tensors, nodes, value trees with constants by their bits):
+// equal exactly when the graphs are the same data, whatever the printers show.
+std::string graphStructure(const Graph& g);
+
+// ---- golden comparison -------------------------------------------------------------------------
+
+std::vector<std::string> splitLines(const std::string& text);
+// Unified-diff hunks (`@@ -a,n +b,m @@`) turning `expected` into `actual`, `context` lines around.
+std::string unifiedDiff(const std::vector<std::string>& expected, const std::vector<std::string>& actual,
+                        size_t context = 3);
+// What a golden mismatch prints: the first differing line, the diff, both texts.
+std::string mismatchReport(const std::string& what, const std::string& expected, const std::string& actual);
+
+// Compares `actual` with the golden file `path`, or rewrites it in accept mode. Reports through
+// Catch (FAIL_CHECK / WARN) and to standard error.
+void checkGolden(const fs::path& path, const std::string& actual);
+
+// ---- reference runs ----------------------------------------------------------------------------
+
+// Deterministic inputs for every input of `g`. Kind 0: uniform in [-2, 2); kind 1: mostly
+// uniform, with about one value in four taken from 0, -0, 1, -1, 0.5, 2, 1e-300, inf, -inf, NaN.
+std::vector<RefTensor> randomInputs(const Graph& g, uint64_t seed, int kind);
+
+// The outputs of `g` on `inputs`, in g.outputs order; throws what evaluateReference throws.
+std::vector<RefTensor> referenceOutputs(const Graph& g, const std::vector<RefTensor>& inputs);
+
+// Empty when the two sets of outputs (of graphs `a` and `b`) are bit for bit the same (any NaN
+// equals any NaN); otherwise what differs first, with both values.
+std::string compareOutputsExactly(const Graph& a, const std::vector<RefTensor>& ra, const Graph& b,
+                                  const std::vector<RefTensor>& rb);
+
+}  // namespace texc::passtest
