@@ -95,26 +95,7 @@ double evalCall(const Value& v, Eval& e) {
   if (v.builtin == Builtin::Select)  // only the chosen branch: the other need not be meaningful
     return eval(v.args[0], e) != 0 ? eval(v.args[1], e) : eval(v.args[2], e);
   double a = eval(v.args[0], e);
-  switch (v.builtin) {
-    case Builtin::Exp: return std::exp(a);
-    case Builtin::Log: return std::log(a);
-    case Builtin::Sqrt: return std::sqrt(a);
-    case Builtin::Rsqrt: return 1 / std::sqrt(a);
-    case Builtin::Tanh: return std::tanh(a);
-    case Builtin::Sigmoid: return 1 / (1 + std::exp(-a));
-    case Builtin::Relu: return maxNaN(a, 0);
-    case Builtin::Abs: return std::fabs(a);
-    case Builtin::Erf: return std::erf(a);
-    case Builtin::Sin: return std::sin(a);
-    case Builtin::Cos: return std::cos(a);
-    case Builtin::Floor: return std::floor(a);
-    case Builtin::Ceil: return std::ceil(a);
-    case Builtin::Pow: return std::pow(a, eval(v.args[1], e));
-    case Builtin::Min: return minNaN(a, eval(v.args[1], e));
-    case Builtin::Max: return maxNaN(a, eval(v.args[1], e));
-    case Builtin::Select: break;
-  }
-  throw std::logic_error("reference: unknown builtin");
+  return applyBuiltin(v.builtin, a, v.args.size() > 1 ? eval(v.args[1], e) : 0);
 }
 
 double evalBinary(const Value& v, Eval& e) {
@@ -213,6 +194,29 @@ void evaluateComputation(const Computation& comp, std::vector<RefTensor>& tensor
 }
 
 }  // namespace
+
+double applyBuiltin(Builtin fn, double a, double b) {
+  switch (fn) {
+    case Builtin::Exp: return std::exp(a);
+    case Builtin::Log: return std::log(a);
+    case Builtin::Sqrt: return std::sqrt(a);
+    case Builtin::Rsqrt: return 1 / std::sqrt(a);
+    case Builtin::Tanh: return std::tanh(a);
+    case Builtin::Sigmoid: return 1 / (1 + std::exp(-a));
+    case Builtin::Relu: return maxNaN(a, 0);
+    case Builtin::Abs: return std::fabs(a);
+    case Builtin::Erf: return std::erf(a);
+    case Builtin::Sin: return std::sin(a);
+    case Builtin::Cos: return std::cos(a);
+    case Builtin::Floor: return std::floor(a);
+    case Builtin::Ceil: return std::ceil(a);
+    case Builtin::Pow: return std::pow(a, b);
+    case Builtin::Min: return minNaN(a, b);
+    case Builtin::Max: return maxNaN(a, b);
+    case Builtin::Select: break;
+  }
+  throw std::logic_error("applyBuiltin: select has no float64 function");
+}
 
 std::vector<RefTensor> evaluateReference(const Program& p, const std::vector<RefTensor>& inputs) {
   if (inputs.size() != p.inputs.size())

@@ -29,6 +29,10 @@ struct RefTensor {
 // std::logic_error when the program breaks its own invariants (an unguarded access out of bounds).
 std::vector<RefTensor> evaluateReference(const Program& p, const std::vector<RefTensor>& inputs);
 
+// The float64 meaning of every builtin but select (b is the second argument of pow, min, max):
+// shared by the reference, constant folding and the test interpreters, so they cannot drift.
+double applyBuiltin(Builtin fn, double a, double b = 0);
+
 // The error of `got` against `ref`, over n elements.
 //   maxAbs: max |got - ref|
 //   maxRel: max |got - ref| / max(|ref|, kRelScale * max|ref|, kRelErrorTiny): relative to each

@@ -4,35 +4,13 @@
 #include <cmath>
 
 #include "compiler/passes/Pass.h"
+#include "compiler/reference/Reference.h"
 
 namespace texc {
 
 namespace {
 
 bool isConst(const Value& v) { return v.kind == ValueKind::Const; }
-
-double applyBuiltin(Builtin b, const std::vector<double>& a) {
-  switch (b) {
-    case Builtin::Exp: return std::exp(a[0]);
-    case Builtin::Log: return std::log(a[0]);
-    case Builtin::Sqrt: return std::sqrt(a[0]);
-    case Builtin::Rsqrt: return 1.0 / std::sqrt(a[0]);
-    case Builtin::Tanh: return std::tanh(a[0]);
-    case Builtin::Sigmoid: return 1.0 / (1.0 + std::exp(-a[0]));
-    case Builtin::Relu: return maximumOf(a[0], 0.0);
-    case Builtin::Abs: return std::fabs(a[0]);
-    case Builtin::Erf: return std::erf(a[0]);
-    case Builtin::Sin: return std::sin(a[0]);
-    case Builtin::Cos: return std::cos(a[0]);
-    case Builtin::Floor: return std::floor(a[0]);
-    case Builtin::Ceil: return std::ceil(a[0]);
-    case Builtin::Pow: return std::pow(a[0], a[1]);
-    case Builtin::Min: return minimumOf(a[0], a[1]);
-    case Builtin::Max: return maximumOf(a[0], a[1]);
-    case Builtin::Select: break;
-  }
-  return NAN;
-}
 
 // Folds `v` in place; returns whether anything changed.
 bool fold(Value& v) {
@@ -70,9 +48,7 @@ bool fold(Value& v) {
         v = std::move(pick);
         return true;
       }
-      std::vector<double> a;
-      for (const Value& x : v.args) a.push_back(x.constant);
-      r = applyBuiltin(v.builtin, a);
+      r = applyBuiltin(v.builtin, v.args[0].constant, v.args.size() > 1 ? v.args[1].constant : 0);
       break;
     }
     default: return changed;

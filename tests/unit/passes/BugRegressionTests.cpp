@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "compiler/driver/Execution.h"
 #include "PassTestSupport.h"
 #include "compiler/backend/llvm/CpuExecutable.h"
 #include "compiler/passes/Pipeline.h"
@@ -54,25 +55,6 @@ RefTensor vec(std::vector<double> v) {
   return t;
 }
 
-ElemType elemTypeOf(DType t) {
-  switch (t) {
-    case DType::F32: return ElemType::F32;
-    case DType::F64: return ElemType::F64;
-    case DType::F16: return ElemType::F16;
-    case DType::BF16: return ElemType::BF16;
-  }
-  return ElemType::F32;
-}
-
-double load(const Tensor& t, int64_t i) {
-  switch (t.type) {
-    case ElemType::F32: return t.data.as<float>()[i];
-    case ElemType::F64: return t.data.as<double>()[i];
-    case ElemType::F16: return halfToFloat(t.data.as<uint16_t>()[i]);
-    case ElemType::BF16: return bf16ToFloat(t.data.as<uint16_t>()[i]);
-  }
-  return 0;
-}
 
 void store(Tensor& t, int64_t i, double v) {
   switch (t.type) {
@@ -105,7 +87,7 @@ std::vector<double> runCompiled(const TestProgram& program, const std::vector<st
   exe->run(ptrs.data(), pool);
   const Tensor& out = tensors[g.outputs.front()];
   std::vector<double> result;
-  for (int64_t i = 0; i < numElements(out); ++i) result.push_back(load(out, i));
+  for (int64_t i = 0; i < numElements(out); ++i) result.push_back(loadElement(out, i));
   return result;
 }
 

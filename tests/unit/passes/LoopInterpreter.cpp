@@ -1,3 +1,4 @@
+#include "compiler/reference/Reference.h"
 #include "LoopInterpreter.h"
 
 #include <fmt/format.h>
@@ -90,26 +91,7 @@ class KernelRun {
   double call(const Expr& e) {
     if (e.builtin == Builtin::Select) return eval(e.args[0]) != 0 ? eval(e.args[1]) : eval(e.args[2]);
     double a = eval(e.args[0]);
-    switch (e.builtin) {
-      case Builtin::Exp: return std::exp(a);
-      case Builtin::Log: return std::log(a);
-      case Builtin::Sqrt: return std::sqrt(a);
-      case Builtin::Rsqrt: return 1 / std::sqrt(a);
-      case Builtin::Tanh: return std::tanh(a);
-      case Builtin::Sigmoid: return 1 / (1 + std::exp(-a));
-      case Builtin::Relu: return maxOf(a, 0);
-      case Builtin::Abs: return std::fabs(a);
-      case Builtin::Erf: return std::erf(a);
-      case Builtin::Sin: return std::sin(a);
-      case Builtin::Cos: return std::cos(a);
-      case Builtin::Floor: return std::floor(a);
-      case Builtin::Ceil: return std::ceil(a);
-      case Builtin::Pow: return std::pow(a, eval(e.args[1]));
-      case Builtin::Min: return minOf(a, eval(e.args[1]));
-      case Builtin::Max: return maxOf(a, eval(e.args[1]));
-      case Builtin::Select: break;
-    }
-    throw Failure{"unknown builtin"};
+    return applyBuiltin(e.builtin, a, e.args.size() > 1 ? eval(e.args[1]) : 0);
   }
 
   double binary(const Expr& e) {
