@@ -32,6 +32,17 @@ double flopsOf(const Value& v, const Computation& c, double points, std::set<std
   return total;
 }
 
+// Element loads executed: each distinct access counts once per point of the domain around it.
+double loadsOf(const Value& v, const Computation& c, double points, std::set<std::string>& seen) {
+  if (v.kind == ValueKind::Access) return seen.insert(valueKey(v)).second ? points : 0;
+  double inner = points;
+  if (v.kind == ValueKind::Reduce)
+    for (int rv : v.reduceVars) inner *= static_cast<double>(c.vars[rv].extent);
+  double total = 0;
+  for (const Value& a : v.args) total += loadsOf(a, c, inner, seen);
+  return total;
+}
+
 }  // namespace
 
 std::vector<KernelCost> costOfKernels(const Graph& g) {
@@ -62,6 +73,8 @@ std::vector<KernelCost> costOfKernels(const Graph& g) {
     for (int v = 0; v < c.numLhsVars; ++v) points *= static_cast<double>(c.vars[v].extent);
     std::set<std::string> seen;
     k.flops = flopsOf(c.body, c, points, seen);
+    std::set<std::string> loads;
+    k.accesses = loadsOf(c.body, c, points, loads) + points;
     out.push_back(std::move(k));
   }
   return out;
