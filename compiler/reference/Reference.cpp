@@ -25,25 +25,6 @@ double minNaN(double a, double b) {
   return minimumOf(a, b);
 }
 
-double identity(ReduceKind k) {
-  switch (k) {
-    case ReduceKind::Sum: return 0;
-    case ReduceKind::Prod: return 1;
-    case ReduceKind::Max: return -kInf;
-    case ReduceKind::Min: return kInf;
-  }
-  return 0;
-}
-
-double combine(ReduceKind k, double acc, double x) {
-  switch (k) {
-    case ReduceKind::Sum: return acc + x;
-    case ReduceKind::Prod: return acc * x;
-    case ReduceKind::Max: return maxNaN(acc, x);
-    case ReduceKind::Min: return minNaN(acc, x);
-  }
-  return acc;
-}
 
 // Everything needed to evaluate one computation.
 struct Eval {
@@ -68,7 +49,7 @@ double eval(const Value& v, Eval& e);
 
 double evalReduce(const Value& v, Eval& e) {
   const std::vector<const Value*>& guards = e.guards[v.reduceId];
-  double acc = identity(v.reduceKind);
+  double acc = reductionIdentity(v.reduceKind);
   for (int var : v.reduceVars) e.vals[var] = 0;
   // One term per point of the reduction variables' box, the last variable fastest.
   for (;;) {
@@ -79,7 +60,7 @@ double evalReduce(const Value& v, Eval& e) {
         break;
       }
     }
-    if (!skip) acc = combine(v.reduceKind, acc, eval(v.args[0], e));
+    if (!skip) acc = reductionCombine(v.reduceKind, acc, eval(v.args[0], e));
     int k = static_cast<int>(v.reduceVars.size()) - 1;
     for (; k >= 0; --k) {
       int var = v.reduceVars[k];
@@ -194,6 +175,26 @@ void evaluateComputation(const Computation& comp, std::vector<RefTensor>& tensor
 }
 
 }  // namespace
+
+double reductionIdentity(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::Sum: return 0;
+    case ReduceKind::Prod: return 1;
+    case ReduceKind::Max: return -kInf;
+    case ReduceKind::Min: return kInf;
+  }
+  return 0;
+}
+
+double reductionCombine(ReduceKind k, double acc, double x) {
+  switch (k) {
+    case ReduceKind::Sum: return acc + x;
+    case ReduceKind::Prod: return acc * x;
+    case ReduceKind::Max: return maxNaN(acc, x);
+    case ReduceKind::Min: return minNaN(acc, x);
+  }
+  return acc;
+}
 
 double applyBuiltin(Builtin fn, double a, double b) {
   switch (fn) {

@@ -33,6 +33,10 @@ std::vector<RefTensor> evaluateReference(const Program& p, const std::vector<Ref
 // shared by the reference, constant folding and the test interpreters, so they cannot drift.
 double applyBuiltin(Builtin fn, double a, double b = 0);
 
+// A reduction's identity (0, 1, -inf, +inf) and one combining step, in float64, likewise shared.
+double reductionIdentity(ReduceKind kind);
+double reductionCombine(ReduceKind kind, double acc, double term);
+
 // The error of `got` against `ref`, over n elements.
 //   maxAbs: max |got - ref|
 //   maxRel: max |got - ref| / max(|ref|, kRelScale * max|ref|, kRelErrorTiny): relative to each

@@ -121,7 +121,6 @@ ProgramSpec makeSpec(const fs::path& path, const std::map<std::string, std::stri
   } else if (std::optional<std::string> err = parseDirective(*directive, spec)) {
     spec.directiveError = *err;
   }
-  if (std::optional<std::string> x = findDirective(text, "e2e-xfail")) spec.xfail = x->empty() ? "(no reason given)" : *x;
   spec.label = spec.relPath;
   for (size_t i = 0; i < spec.defineArgs.size(); i += 2) spec.label += " -D " + spec.defineArgs[i + 1];
   return spec;

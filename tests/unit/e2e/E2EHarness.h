@@ -25,7 +25,6 @@ struct ProgramSpec {
   std::string relPath;                  // relative to the source tree
   std::vector<std::string> defineArgs;  // {"-D", "M=7", ...}
   LetOverrides overrides;
-  std::string xfail;                    // a reason from `# e2e-xfail:`, empty for most programs
   std::string directiveError;           // a malformed or missing directive
 };
 

@@ -6,6 +6,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "compiler/reference/Reference.h"
+
 namespace texc::e2e {
 
 namespace {
@@ -37,35 +39,6 @@ bool representable(double r, DType compute) {
   return compute == DType::F64 || static_cast<double>(static_cast<float>(r)) == r;
 }
 
-// np.maximum / np.minimum, as the reference computes them.
-double maxNaN(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return kNaN;
-  return a > b ? a : b;
-}
-double minNaN(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return kNaN;
-  return a < b ? a : b;
-}
-
-double identity(ReduceKind k) {
-  switch (k) {
-    case ReduceKind::Sum: return 0;
-    case ReduceKind::Prod: return 1;
-    case ReduceKind::Max: return -kInf;
-    case ReduceKind::Min: return kInf;
-  }
-  return 0;
-}
-
-double combine(ReduceKind k, double acc, double x) {
-  switch (k) {
-    case ReduceKind::Sum: return acc + x;
-    case ReduceKind::Prod: return acc * x;
-    case ReduceKind::Max: return maxNaN(acc, x);
-    case ReduceKind::Min: return minNaN(acc, x);
-  }
-  return acc;
-}
 
 class Walker {
  public:
@@ -231,7 +204,7 @@ EV Walker::evalCall(const Value& v) {
       return finish(r, mulAbs(r * (1 - r), ex) + tu * std::fabs(r), unc);
     }
     case Builtin::Relu: {
-      double r = maxNaN(x, 0);
+      double r = applyBuiltin(Builtin::Relu, x);
       return finish(r, x < -ex ? 0 : ex, unc);
     }
     case Builtin::Abs: return finish(std::fabs(x), ex, unc);
@@ -271,7 +244,7 @@ EV Walker::evalCall(const Value& v) {
     case Builtin::Min:
     case Builtin::Max: {
       EV b = eval(v.args[1]);
-      double r = v.builtin == Builtin::Min ? minNaN(x, b.v) : maxNaN(x, b.v);
+      double r = applyBuiltin(v.builtin, x, b.v);
       return finish(r, std::max(ex, b.e), unc || isUncertain(b.e));
     }
     case Builtin::Select: break;
@@ -281,7 +254,7 @@ EV Walker::evalCall(const Value& v) {
 
 EV Walker::evalReduce(const Value& v) {
   const std::vector<const Value*>& guards = guards_.at(v.reduceId);
-  double acc = identity(v.reduceKind);
+  double acc = reductionIdentity(v.reduceKind);
   double accE = 0;        // Sum: sum of the terms' bounds; Prod: propagated bound; Max/Min: max
   double sumAbs = 0;      // Sum: sum |term|
   bool allExactInts = true;
@@ -311,7 +284,7 @@ EV Walker::evalReduce(const Value& v) {
         case ReduceKind::Max:
         case ReduceKind::Min: accE = std::max(accE, t.e); break;
       }
-      acc = combine(v.reduceKind, acc, t.v);
+      acc = reductionCombine(v.reduceKind, acc, t.v);
       ++n;
     }
     int k = static_cast<int>(v.reduceVars.size()) - 1;

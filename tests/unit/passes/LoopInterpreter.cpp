@@ -1,4 +1,3 @@
-#include "compiler/reference/Reference.h"
 #include "LoopInterpreter.h"
 
 #include <fmt/format.h>
@@ -6,6 +5,8 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+
+#include "compiler/reference/Reference.h"
 
 namespace texc::passtest {
 
@@ -20,11 +21,7 @@ using loops::LoopProgram;
 using loops::Stmt;
 using loops::StmtKind;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-double maxOf(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : maximumOf(a, b); }
-double minOf(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : minimumOf(a, b); }
 
 struct Failure {
   std::string what;
@@ -62,19 +59,14 @@ class KernelRun {
         break;
       case StmtKind::Store: buffers_[s.buffer][offset(s.buffer, s.index)] = eval(s.value); break;
       case StmtKind::AccInit:
-        accs_[s.acc] = s.reduce == ReduceKind::Sum ? 0.0 : s.reduce == ReduceKind::Prod ? 1.0 : s.reduce == ReduceKind::Max ? -kInf : kInf;
+        accs_[s.acc] = reductionIdentity(s.reduce);
         accSet_[s.acc] = true;
         break;
       case StmtKind::AccUpdate: {
         if (!accSet_[s.acc]) throw Failure{fmt::format("kernel {}: acc{} updated before it is set", k_.name, s.acc)};
         double x = eval(s.value);
         double& a = accs_[s.acc];
-        switch (s.reduce) {
-          case ReduceKind::Sum: a = a + x; break;
-          case ReduceKind::Prod: a = a * x; break;
-          case ReduceKind::Max: a = maxOf(a, x); break;
-          case ReduceKind::Min: a = minOf(a, x); break;
-        }
+        a = reductionCombine(s.reduce, a, x);
         break;
       }
       case StmtKind::Guard: {
