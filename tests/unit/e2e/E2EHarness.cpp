@@ -1,6 +1,8 @@
 // The end-to-end harness (E2EHarness.h).
 #include "E2EHarness.h"
 
+#include "tests/support/GoldenFiles.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -91,14 +93,6 @@ std::map<std::string, std::string> readExampleManifest() {
   return out;
 }
 
-std::vector<fs::path> texFiles(const fs::path& dir) {
-  std::vector<fs::path> files;
-  if (!fs::is_directory(dir)) return files;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".tex") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 ProgramSpec makeSpec(const fs::path& path, const std::map<std::string, std::string>* manifest) {
   ProgramSpec spec;
@@ -340,9 +334,9 @@ std::optional<std::string> parseDirective(const std::string& text, ProgramSpec& 
 
 std::vector<ProgramSpec> discoverPrograms() {
   std::vector<ProgramSpec> out;
-  for (const fs::path& p : texFiles(kSourceDir / "tests/e2e")) out.push_back(makeSpec(p, nullptr));
+  for (const fs::path& p : testsupport::texFilesIn(kSourceDir / "tests/e2e")) out.push_back(makeSpec(p, nullptr));
   std::map<std::string, std::string> manifest = readExampleManifest();
-  for (const fs::path& p : texFiles(kSourceDir / "examples")) out.push_back(makeSpec(p, &manifest));
+  for (const fs::path& p : testsupport::texFilesIn(kSourceDir / "examples")) out.push_back(makeSpec(p, &manifest));
   return out;
 }
 

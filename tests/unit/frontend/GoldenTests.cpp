@@ -31,34 +31,16 @@
 #include "frontend/Program.h"
 #include "frontend/Sema.h"
 #include "frontend/Source.h"
+#include "tests/support/GoldenFiles.h"
 
 namespace texc {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace testsupport;
 
 const fs::path kRoot = TEXC_SOURCE_DIR;
 const fs::path kGoldenDir = kRoot / "tests" / "golden" / "sema";
-
-bool acceptMode() {
-  const char* v = std::getenv("TEXC_ACCEPT");
-  return v && std::string(v) == "1";
-}
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// Writes `text` to `path` unless it already holds exactly that. Returns true when it wrote.
-bool writeIfChanged(const fs::path& path, const std::string& text) {
-  if (fs::exists(path) && readFile(path) == text) return false;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  return true;
-}
-
-std::string repoPath(const fs::path& p) { return p.lexically_relative(kRoot).generic_string(); }
 
 struct GoldenCase {
   std::string name;       // what the test reports: the source path from the repository root
@@ -66,15 +48,6 @@ struct GoldenCase {
   fs::path expected;      // its printProgram output
   fs::path diagnostics;   // its rendered diagnostics, present only when there are any
 };
-
-std::vector<fs::path> texFilesIn(const fs::path& dir) {
-  std::vector<fs::path> out;
-  if (!fs::is_directory(dir)) return out;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".tex") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 GoldenCase makeCase(const fs::path& source, const fs::path& goldenDir) {
   std::string stem = source.stem().string();
@@ -148,114 +121,6 @@ GoldenRun runCase(const GoldenCase& c) {
   if (program) r.dump = printProgram(*program);
   else r.failure = "the program has errors (goldens must be valid programs):\n" + r.diagnostics;
   return r;
-}
-
-// ---- a line diff for mismatch reports ----------------------------------------------------------
-
-std::vector<std::string> splitLines(const std::string& s) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t nl = s.find('\n', start);
-    if (nl == std::string::npos) nl = s.size();
-    lines.push_back(s.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return lines;
-}
-
-struct DiffOp {
-  char tag;  // ' ' both, '-' expected only, '+' actual only
-  size_t a;  // 0-based line in expected (the next one, for '+')
-  size_t b;  // 0-based line in actual (the next one, for '-')
-};
-
-// A shortest edit script from the longest common subsequence of lines.
-std::vector<DiffOp> diffLines(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  size_t n = a.size(), m = b.size();
-  std::vector<std::vector<uint32_t>> lcs(n + 1, std::vector<uint32_t>(m + 1, 0));
-  for (size_t i = n; i-- > 0;)
-    for (size_t j = m; j-- > 0;)
-      lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
-  std::vector<DiffOp> ops;
-  size_t i = 0, j = 0;
-  while (i < n || j < m) {
-    if (i < n && j < m && a[i] == b[j]) {
-      ops.push_back({' ', i++, j++});
-    } else if (i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1])) {
-      ops.push_back({'-', i++, j});
-    } else {
-      ops.push_back({'+', i, j++});
-    }
-  }
-  return ops;
-}
-
-// Unified-diff hunks with `context` unchanged lines around each change.
-std::string unifiedDiff(const std::vector<std::string>& a, const std::vector<std::string>& b, size_t context = 3) {
-  std::vector<DiffOp> ops = diffLines(a, b);
-  std::string out = "--- expected\n+++ actual\n";
-  size_t k = 0;
-  while (k < ops.size()) {
-    while (k < ops.size() && ops[k].tag == ' ') ++k;
-    if (k == ops.size()) break;
-    size_t begin = k >= context ? k - context : 0;
-    // Extend the hunk while the next change is within 2 * context unchanged lines.
-    size_t end = k;
-    size_t same = 0;
-    for (size_t q = k; q < ops.size(); ++q) {
-      if (ops[q].tag == ' ') {
-        if (++same > 2 * context) break;
-      } else {
-        same = 0;
-        end = q;
-      }
-    }
-    end = std::min(ops.size(), end + 1 + context);
-    size_t aLen = 0, bLen = 0;
-    for (size_t q = begin; q < end; ++q) {
-      if (ops[q].tag != '+') ++aLen;
-      if (ops[q].tag != '-') ++bLen;
-    }
-    out += "@@ -" + std::to_string(ops[begin].a + 1) + "," + std::to_string(aLen) + " +" +
-           std::to_string(ops[begin].b + 1) + "," + std::to_string(bLen) + " @@\n";
-    for (size_t q = begin; q < end; ++q) {
-      const std::string& line = ops[q].tag == '+' ? b[ops[q].b] : a[ops[q].a];
-      out += ops[q].tag + line + "\n";
-    }
-    k = end;
-  }
-  return out;
-}
-
-// The mismatch report: the first differing line, a unified diff, then both texts whole.
-std::string mismatchReport(const std::string& what, const std::string& expected, const std::string& actual) {
-  std::vector<std::string> a = splitLines(expected), b = splitLines(actual);
-  size_t first = 0;
-  while (first < a.size() && first < b.size() && a[first] == b[first]) ++first;
-  auto lineAt = [](const std::vector<std::string>& v, size_t i) { return i < v.size() ? "'" + v[i] + "'" : "(end of text)"; };
-  std::string out = what + " differs from the golden\n";
-  if (first == a.size() && first == b.size()) {
-    out += "the lines are equal; the texts differ in the newline at the end\n";
-  } else {
-    out += "first difference at line " + std::to_string(first + 1) + ":\n";
-    out += "  expected: " + lineAt(a, first) + "\n";
-    out += "  actual:   " + lineAt(b, first) + "\n";
-  }
-  out += unifiedDiff(a, b);
-  out += "======== expected ========\n" + expected;
-  out += "======== actual ==========\n" + actual;
-  out += "==========================\n";
-  out += "if the new text is right, run scripts/accept-goldens.sh and review git diff tests/golden\n";
-  return out;
-}
-
-// Fails the current section with the report. Catch wraps long lines of its messages, so the
-// report also goes to stderr exactly as it is.
-void reportMismatch(const std::string& what, const std::string& expected, const std::string& actual) {
-  std::string report = mismatchReport(what, expected, actual);
-  std::cerr << report << std::flush;
-  FAIL_CHECK(report);
 }
 
 // ---- the tests -------------------------------------------------------------------------------

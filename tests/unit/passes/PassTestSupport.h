@@ -16,25 +16,15 @@
 #include "frontend/Diagnostics.h"
 #include "frontend/Sema.h"
 #include "frontend/Source.h"
+#include "tests/support/GoldenFiles.h"
 
 namespace texc::passtest {
 
 namespace fs = std::filesystem;
 
-// ---- files -------------------------------------------------------------------------------------
+// ---- files and goldens (shared with the other layers' golden tests) --------------------------
 
-const fs::path& sourceRoot();
-// TEXC_ACCEPT=1: goldens are rewritten instead of compared.
-bool acceptMode();
-std::string readFile(const fs::path& path);
-// Writes `text` unless the file already holds exactly that; returns whether it wrote.
-bool writeIfChanged(const fs::path& path, const std::string& text);
-// `path` relative to the repository root, with forward slashes.
-std::string repoPath(const fs::path& path);
-// The .tex files directly in `dir` (none when it does not exist), sorted.
-std::vector<fs::path> texFilesIn(const fs::path& dir);
-// The .tex files anywhere under `dir`, sorted.
-std::vector<fs::path> texFilesUnder(const fs::path& dir);
+using namespace testsupport;
 
 // ---- test programs -----------------------------------------------------------------------------
 
@@ -116,19 +106,6 @@ Graph applyGraphPass(const PassInfo& pass, const Graph& graph, const PipelineOpt
 // Every field of the graph as text (tensors, nodes, value trees with constants by their bits):
 // equal exactly when the graphs are the same data, whatever the printers show.
 std::string graphStructure(const Graph& g);
-
-// ---- golden comparison -------------------------------------------------------------------------
-
-std::vector<std::string> splitLines(const std::string& text);
-// Unified-diff hunks (`@@ -a,n +b,m @@`) turning `expected` into `actual`, `context` lines around.
-std::string unifiedDiff(const std::vector<std::string>& expected, const std::vector<std::string>& actual,
-                        size_t context = 3);
-// What a golden mismatch prints: the first differing line, the diff, both texts.
-std::string mismatchReport(const std::string& what, const std::string& expected, const std::string& actual);
-
-// Compares `actual` with the golden file `path`, or rewrites it in accept mode. Reports through
-// Catch (FAIL_CHECK / WARN) and to standard error.
-void checkGolden(const fs::path& path, const std::string& actual);
 
 // ---- reference runs ----------------------------------------------------------------------------
 
