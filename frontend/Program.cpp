@@ -1,5 +1,6 @@
 #include "frontend/Program.h"
 
+#include <algorithm>
 #include <array>
 
 namespace texc {
@@ -58,6 +59,36 @@ int64_t evalIndex(const IndexExpr& e, const std::vector<int64_t>& vals) {
     case IndexExpr::Kind::Mod: return floorMod(evalIndex(e.ops[0], vals), e.constant);
   }
   return 0;
+}
+
+namespace {
+
+void collectIndexVars(const IndexExpr& e, std::vector<int>& out) {
+  if (e.kind == IndexExpr::Kind::Var) out.push_back(e.var);
+  for (const IndexExpr& o : e.ops) collectIndexVars(o, out);
+}
+
+void collectFreeVars(const Value& v, std::vector<int>& out) {
+  if (v.kind == ValueKind::IndexValue && v.indices.empty()) out.push_back(v.var);
+  for (const IndexExpr& ix : v.indices) collectIndexVars(ix, out);
+  if (v.kind != ValueKind::Reduce) {
+    for (const Value& a : v.args) collectFreeVars(a, out);
+    return;
+  }
+  std::vector<int> inner;
+  for (const Value& a : v.args) collectFreeVars(a, inner);
+  for (int x : inner)
+    if (std::find(v.reduceVars.begin(), v.reduceVars.end(), x) == v.reduceVars.end()) out.push_back(x);
+}
+
+}  // namespace
+
+std::vector<int> freeVars(const Value& v) {
+  std::vector<int> out;
+  collectFreeVars(v, out);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 int Program::findTensor(std::string_view name) const {

@@ -191,6 +191,12 @@ struct Program {
   int findTensor(std::string_view name) const;
 };
 
+// The index variables `v` depends on: those its accesses and index values use, less the ones
+// its own reductions bind. Sorted, without duplicates. Lowering places a reduction at the
+// innermost loop that binds one of them (so it runs once per iteration of that loop), and
+// fusion counts a reduction's cost the same way.
+std::vector<int> freeVars(const Value& v);
+
 // Walks every Value node in `v`, parents before children.
 template <typename F>
 void forEachValue(const Value& v, F&& f) {

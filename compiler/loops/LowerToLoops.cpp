@@ -2,10 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
+#include <map>
+
 namespace texc::loops {
 
 namespace {
 
+// Statements are built in scopes: the kernel's top level, one per left-hand loop, and one per
+// reduction term. A reduction is placed in the innermost scope that binds one of the variables
+// it depends on, so it runs once per iteration of that loop and not once per element of the
+// loops inside it: softmax's row max and row sum, fused into the normalisation, run once per
+// row. Equal reductions placed in one scope share one accumulator.
 class Lowering {
  public:
   Lowering(const Program& p, const Computation& c, Kernel& k) : p_(p), c_(c), k_(k) {}
@@ -16,17 +25,21 @@ class Lowering {
     k_.computeType = computeDType(t.dtype);
     k_.outputBuffer = c_.tensor;
 
+    // Scope 0 is the kernel's top level; scope v + 1 the body of the loop over left-hand v.
+    scopes_.push_back(Scope{});
+    for (int v = 0; v < c_.numLhsVars; ++v) scopes_.push_back(Scope{{v}, {}, {}});
+
     // The store at the innermost point of the left-hand nest.
-    std::vector<Stmt> inner;
     Stmt store;
     store.kind = StmtKind::Store;
     store.buffer = c_.tensor;
     for (int v = 0; v < c_.numLhsVars; ++v) store.index.push_back(IndexExpr::makeVar(v));
-    store.value = lower(c_.body, inner);
-    inner.push_back(std::move(store));
+    store.value = lower(c_.body);
+    scopes_.back().body.push_back(std::move(store));
 
-    // Wrap in loops, innermost first. Extents of 1 still get a loop: trip counts are known
-    // constants, so LLVM folds them away.
+    // Wrap in loops, innermost first: each loop goes after the reductions hoisted into its
+    // parent. Extents of 1 still get a loop: trip counts are known constants, so LLVM folds
+    // them away.
     for (int v = c_.numLhsVars - 1; v >= 0; --v) {
       Stmt loop;
       loop.kind = StmtKind::Loop;
@@ -34,17 +47,22 @@ class Lowering {
       loop.extent = c_.vars[v].extent;
       loop.vectorize = v == c_.numLhsVars - 1;
       loop.parallel = v == 0;
-      loop.body = std::move(inner);
-      inner.clear();
-      inner.push_back(std::move(loop));
+      loop.body = std::move(scopes_.back().body);
+      scopes_.pop_back();
+      scopes_.back().body.push_back(std::move(loop));
     }
     if (c_.numLhsVars > 0) k_.parallelExtent = c_.vars[0].extent;
-    k_.body = std::move(inner);
+    k_.body = std::move(scopes_.back().body);
   }
 
  private:
-  // Lowers a value; statements that must run first (reductions) are appended to `pre`.
-  Expr lower(const Value& v, std::vector<Stmt>& pre) {
+  struct Scope {
+    std::vector<int> vars;                 // the variables it binds
+    std::vector<Stmt> body;                // its statements so far
+    std::map<std::string, int> reductions;  // reductions placed here: key -> accumulator
+  };
+
+  Expr lower(const Value& v) {
     Expr e;
     e.isBool = v.isBool;
     switch (v.kind) {
@@ -74,26 +92,43 @@ class Lowering {
         e.kind = ExprKind::Call;
         e.builtin = v.builtin;
         break;
-      case ValueKind::Reduce: return lowerReduce(v, pre);
+      case ValueKind::Reduce: return lowerReduce(v);
     }
-    for (const Value& a : v.args) e.args.push_back(lower(a, pre));
+    for (const Value& a : v.args) e.args.push_back(lower(a));
     return e;
   }
 
-  Expr lowerReduce(const Value& v, std::vector<Stmt>& pre) {
-    int acc = k_.numAccs++;
-    Stmt init;
-    init.kind = StmtKind::AccInit;
-    init.acc = acc;
-    init.reduce = v.reduceKind;
-    pre.push_back(std::move(init));
+  // The innermost open scope binding one of `vars` (0, the top level, when none does).
+  size_t placementOf(const std::vector<int>& vars) const {
+    for (size_t s = scopes_.size(); s-- > 1;)
+      for (int v : scopes_[s].vars)
+        if (std::binary_search(vars.begin(), vars.end(), v)) return s;
+    return 0;
+  }
 
-    std::vector<Stmt> term;
+  Expr lowerReduce(const Value& v) {
+    size_t home = placementOf(freeVars(v));
+    std::string key = reductionKey(v);
+    Expr read;
+    read.kind = ExprKind::AccRead;
+    if (auto it = scopes_[home].reductions.find(key); it != scopes_[home].reductions.end()) {
+      read.acc = it->second;
+      return read;
+    }
+    int acc = k_.numAccs++;
+    read.acc = acc;
+
+    // The term, built in a scope of its own (reductions nested in it that depend only on outer
+    // variables are placed further out).
+    scopes_.push_back(Scope{v.reduceVars, {}, {}});
+    std::sort(scopes_.back().vars.begin(), scopes_.back().vars.end());
     Stmt update;
     update.kind = StmtKind::AccUpdate;
     update.acc = acc;
     update.reduce = v.reduceKind;
-    update.value = lower(v.args[0], term);
+    update.value = lower(v.args[0]);
+    std::vector<Stmt> term = std::move(scopes_.back().body);
+    scopes_.pop_back();
     term.push_back(std::move(update));
 
     std::vector<GuardCond> conds;
@@ -115,12 +150,51 @@ class Lowering {
       term.clear();
       term.push_back(std::move(loop));
     }
-    for (Stmt& s : term) pre.push_back(std::move(s));
-
-    Expr read;
-    read.kind = ExprKind::AccRead;
-    read.acc = acc;
+    Stmt init;
+    init.kind = StmtKind::AccInit;
+    init.acc = acc;
+    init.reduce = v.reduceKind;
+    std::vector<Stmt>& dest = scopes_[home].body;
+    dest.push_back(std::move(init));
+    for (Stmt& s : term) dest.push_back(std::move(s));
+    scopes_[home].reductions.emplace(std::move(key), acc);
     return read;
+  }
+
+  // A text that is equal for two reductions computing the same value: free variables by id,
+  // variables bound inside by their extent and binding order (fusion gives each inlined copy
+  // fresh variables), reduction ids left out.
+  std::string reductionKey(const Value& v) {
+    std::map<int, int> bound;
+    std::string k;
+    keyValue(v, bound, k);
+    return k;
+  }
+  void keyIndex(const IndexExpr& ix, const std::map<int, int>& bound, std::string& k) {
+    if (ix.kind == IndexExpr::Kind::Var) {
+      auto it = bound.find(ix.var);
+      k += it != bound.end() ? fmt::format("b{}", it->second) : fmt::format("v{}", ix.var);
+      return;
+    }
+    k += fmt::format("({}:{}", static_cast<int>(ix.kind), ix.constant);
+    for (const IndexExpr& o : ix.ops) keyIndex(o, bound, k);
+    k += ')';
+  }
+  void keyValue(const Value& v, std::map<int, int>& bound, std::string& k) {
+    if (v.kind == ValueKind::Reduce)
+      for (int rv : v.reduceVars) {
+        int id = static_cast<int>(bound.size());
+        bound[rv] = id;
+        k += fmt::format("[b{}<{}]", id, c_.vars[rv].extent);
+      }
+    uint64_t bits;
+    std::memcpy(&bits, &v.constant, sizeof bits);
+    k += fmt::format("({}:{}:{}:{}:{}:{}:{}:{}", static_cast<int>(v.kind), bits, v.tensor, static_cast<int>(v.check),
+                     static_cast<int>(v.unaryOp), static_cast<int>(v.binaryOp), static_cast<int>(v.builtin), static_cast<int>(v.reduceKind));
+    if (v.kind == ValueKind::IndexValue && v.indices.empty()) keyIndex(IndexExpr::makeVar(v.var), bound, k);
+    for (const IndexExpr& ix : v.indices) keyIndex(ix, bound, k);
+    for (const Value& a : v.args) keyValue(a, bound, k);
+    k += ')';
   }
 
   // The guarded accesses of reduction `reduceId` (not those of nested reductions): one condition
@@ -140,6 +214,7 @@ class Lowering {
   const Program& p_;
   const Computation& c_;
   Kernel& k_;
+  std::vector<Scope> scopes_;
 };
 
 }  // namespace

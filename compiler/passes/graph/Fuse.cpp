@@ -21,6 +21,7 @@
 // after the pass and by texc explain).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "compiler/passes/Pass.h"
@@ -49,28 +50,58 @@ struct Read {
   bool inBounds;
 };
 
-// Finds the reads of tensor `t` in computation `ci`, with the domain size around each.
+// Finds the reads of tensor `t` in computation `ci`, with the domain size around each. The
+// domain follows where lowering puts things: a reduction runs in the innermost loop that binds
+// one of the variables it depends on (docs/architecture.md), so the loops inside that one do
+// not multiply its cost. The read's own variables decide where the inlined producer runs: a
+// reduction is placed there by lowering, an elementwise expression hoisted there by LLVM's
+// loop-invariant code motion (layernorm's rsqrt(var[i] + eps) runs once per row).
 void findReads(const Graph& g, int ci, int t, std::vector<Read>& out) {
   const Computation& c = g.computations[ci];
-  double lhs = 1;
-  for (int v = 0; v < c.numLhsVars; ++v) lhs *= static_cast<double>(c.vars[v].extent);
+  // The open loops around a point: the variables each binds and its trip count.
+  struct Scope {
+    std::vector<int> vars;
+    double trips;
+  };
+  auto depthOf = [](const std::vector<Scope>& scopes, const std::vector<int>& vars) {
+    for (size_t s = scopes.size(); s-- > 0;)
+      for (int v : scopes[s].vars)
+        if (std::binary_search(vars.begin(), vars.end(), v)) return s + 1;
+    return size_t{0};
+  };
+  auto domainOf = [](const std::vector<Scope>& scopes, size_t depth) {
+    double d = 1;
+    for (size_t s = 0; s < depth; ++s) d *= scopes[s].trips;
+    return d;
+  };
   struct Walker {
     const Computation& c;
     int t, ci;
     std::vector<Read>& out;
-    void walk(const Value& v, double domain) {
+    decltype(depthOf)& depth;
+    decltype(domainOf)& domain;
+    void walk(const Value& v, const std::vector<Scope>& scopes) {
       if (v.kind == ValueKind::Access && v.tensor == t) {
         std::string key;
         for (const IndexExpr& ix : v.indices) key += indexKey(ix);
-        out.push_back({ci, key, domain, v.check == AccessCheck::InBounds});
+        size_t at = depth(scopes, freeVars(v));
+        out.push_back({ci, key, domain(scopes, at), v.check == AccessCheck::InBounds});
       }
-      double inner = domain;
-      if (v.kind == ValueKind::Reduce)
-        for (int rv : v.reduceVars) inner *= static_cast<double>(c.vars[rv].extent);
+      if (v.kind != ValueKind::Reduce) {
+        for (const Value& a : v.args) walk(a, scopes);
+        return;
+      }
+      std::vector<Scope> inner(scopes.begin(), scopes.begin() + static_cast<std::ptrdiff_t>(depth(scopes, freeVars(v))));
+      Scope own{v.reduceVars, 1};
+      std::sort(own.vars.begin(), own.vars.end());
+      for (int rv : v.reduceVars) own.trips *= static_cast<double>(c.vars[rv].extent);
+      inner.push_back(std::move(own));
       for (const Value& a : v.args) walk(a, inner);
     }
   };
-  Walker{c, t, ci, out}.walk(c.body, lhs);
+  std::vector<Scope> lhs;
+  for (int v = 0; v < c.numLhsVars; ++v) lhs.push_back({{v}, static_cast<double>(c.vars[v].extent)});
+  Walker{c, t, ci, out, depthOf, domainOf}.walk(c.body, lhs);
 }
 
 // Substitutes a copy of producer `p`'s expression for the read `site` inside consumer `c`.
@@ -173,6 +204,7 @@ bool runFuse(CompileState& s) {
   for (size_t pi = g.computations.size(); pi-- > 0;) {
     const Computation& p = g.computations[pi];
     const TensorInfo& pt = g.tensors[p.tensor];
+    bool reduction = hasReduce(p.body);
     std::vector<Read> reads;
     for (size_t ci = pi + 1; ci < g.computations.size(); ++ci)
       if (!dead[ci]) findReads(g, static_cast<int>(ci), p.tensor, reads);
@@ -189,7 +221,6 @@ bool runFuse(CompileState& s) {
     double total = 0;
     for (auto& [key, domain] : distinct) total += domain;
     double factor = total / static_cast<double>(pt.numElements());
-    bool reduction = hasReduce(p.body);
 
     std::vector<std::string> consumers;
     for (auto& [key, domain] : distinct) {
@@ -216,7 +247,7 @@ bool runFuse(CompileState& s) {
                              factorText(factor));
     } else {
       d.fused = true;
-      d.reason = factor <= 1 ? "fused: each element is computed once, inside its reader's loop"
+      d.reason = factor <= 1 ? "fused: each element is computed once, in the reader's loop that binds its index"
                              : fmt::format("fused: recomputed {}x (<= 2x), never stored", factorText(factor));
     }
     s.fusionDecisions.push_back(d);

@@ -127,27 +127,56 @@ TEST_CASE("conv + scale/bias + 2x2 max pool is one kernel; conv is never allocat
   requireSameResults(*c);
 }
 
-TEST_CASE("softmax: exp is recomputed twice, never stored; reductions stay kernels", "[fusion]") {
+TEST_CASE("softmax: one kernel; exp is recomputed twice, never stored; the row max runs once per row", "[fusion]") {
   auto c = compile(source("softmax.tex"), FuseMode::All, {{"R", 5}, {"D", 7}});
-  CHECK(kernels(*c) == 3);  // max, sum of exp, normalise
+  CHECK(kernels(*c) == 1);
   const FusionDecision* e = decision(*c, "e");
   REQUIRE(e);
   CHECK(e->fused);
   CHECK(e->reason.find("2x") != std::string::npos);
   const FusionDecision* m = decision(*c, "m");
   REQUIRE(m);
-  CHECK_FALSE(m->fused);
+  CHECK(m->fused);
+  CHECK(m->reason.find("computed once") != std::string::npos);
   requireSameResults(*c);
 }
 
 TEST_CASE("a reduction read many times is not recomputed", "[fusion]") {
-  auto c = compile(source("layernorm.tex"), FuseMode::All, {{"R", 4}, {"D", 8}});
-  const FusionDecision* mean = decision(*c, "mean");
-  REQUIRE(mean);
-  CHECK_FALSE(mean->fused);
-  // mean = sum(...) * (1/D) is read inside var's sum and by y: each element 2 * D = 16 times.
-  CHECK(mean->reason.find("16x") != std::string::npos);
+  // The column sum s[j] is read at every (i, j): inside y's loops it depends on the inner
+  // variable, so fusing it would recompute it once per row, R = 4 times.
+  auto c = compile(R"(
+input x : f32[4, 8]
+s[j] = sum(i: x[i, j])
+output y[i, j] = x[i, j] / s[j]
+)",
+                   FuseMode::All);
+  const FusionDecision* s = decision(*c, "s");
+  REQUIRE(s);
+  CHECK_FALSE(s->fused);
+  CHECK(s->reason.find("4x") != std::string::npos);
+  CHECK(kernels(*c) == 2);
   requireSameResults(*c);
+}
+
+TEST_CASE("row reductions are fused into the loop over their row and computed once per row", "[fusion]") {
+  // layernorm: mean[i] and var[i] are read inside y's loop over j, but depend on i only; they
+  // run once per row, before the loop over j, so the recomputation factor is 1.
+  auto c = compile(source("layernorm.tex"), FuseMode::All, {{"R", 4}, {"D", 8}});
+  CHECK(kernels(*c) == 1);
+  for (const char* name : {"mean", "var"}) {
+    const FusionDecision* d = decision(*c, name);
+    REQUIRE(d);
+    CHECK(d->fused);
+    CHECK(d->reason.find("computed once") != std::string::npos);
+  }
+  requireSameResults(*c);
+
+  auto softmax = compile(source("softmax.tex"), FuseMode::All, {{"R", 4}, {"D", 8}});
+  CHECK(kernels(*softmax) == 1);
+  requireSameResults(*softmax);
+  // --fuse=elementwise keeps the reductions as kernels of their own.
+  auto ew = compile(source("softmax.tex"), FuseMode::Elementwise, {{"R", 4}, {"D", 8}});
+  CHECK(kernels(*ew) == 3);
 }
 
 TEST_CASE("an elementwise producer read by a contraction is not recomputed per output", "[fusion]") {

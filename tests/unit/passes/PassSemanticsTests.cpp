@@ -22,6 +22,7 @@
 
 #include "LoopInterpreter.h"
 #include "PassTestSupport.h"
+#include "compiler/loops/FuseRowPasses.h"
 #include "compiler/loops/LowerToLoops.h"
 #include "compiler/passes/Pipeline.h"
 
@@ -231,29 +232,97 @@ TEST_CASE("pass semantics: lower-to-loops computes what the graph computes", "[p
       if (!t.failure.empty()) FAIL(t.program.name << ": " << t.failure);
       for (size_t k = 0; k < t.states.size(); ++k) {
         const Graph& g = t.states[k];
-        loops::LoopProgram lp = loops::lowerToLoops(g);
-        INFO("the graph after " << t.producedBy[k] << ":\n" << printGraph(g) << "its loop program:\n" << loops::printLoopProgram(lp));
-        CHECK(lp.kernels.size() == g.computations.size());
-        std::vector<std::string> problems = loops::verifyLoopProgram(lp);
-        for (const std::string& p : problems) FAIL_CHECK(p);
-        std::string error;
-        const std::vector<std::vector<RefTensor>>& expected = stateOutputs(t, k, error);
-        if (!problems.empty() || !error.empty()) continue;
-        for (size_t set = 0; set < std::size(kInputSets); ++set) {
-          std::vector<RefTensor> inputs = inputsFor(t, set);
-          std::vector<std::vector<double>> buffers(lp.buffers.size());
-          for (size_t i = 0; i < g.inputs.size(); ++i) buffers[g.inputs[i]] = inputs[i].data;
-          std::string failure = interpretLoops(lp, buffers);
-          INFO("input set " << set);
-          CHECK(failure == "");
-          if (!failure.empty()) break;
-          std::vector<RefTensor> got;
-          for (int id : g.outputs) got.push_back({g.tensors[id].shape, buffers[id]});
-          CHECK(compareOutputsExactly(g, expected[set], g, got) == "");
+        loops::LoopProgram lowered = loops::lowerToLoops(g);
+        // The loop passes after lowering must keep the results exact too.
+        loops::LoopProgram rowFused = lowered;
+        loops::fuseRowPasses(rowFused);
+        for (const loops::LoopProgram* lp : {&lowered, &rowFused}) {
+          INFO("the graph after " << t.producedBy[k] << ":\n"
+                                  << printGraph(g) << "its loop program" << (lp == &rowFused ? " after fuse-row-passes" : "") << ":\n"
+                                  << loops::printLoopProgram(*lp));
+          CHECK(lp->kernels.size() == g.computations.size());
+          std::vector<std::string> problems = loops::verifyLoopProgram(*lp);
+          for (const std::string& p : problems) FAIL_CHECK(p);
+          std::string error;
+          const std::vector<std::vector<RefTensor>>& expected = stateOutputs(t, k, error);
+          if (!problems.empty() || !error.empty()) continue;
+          for (size_t set = 0; set < std::size(kInputSets); ++set) {
+            std::vector<RefTensor> inputs = inputsFor(t, set);
+            std::vector<std::vector<double>> buffers(lp->buffers.size());
+            for (size_t i = 0; i < g.inputs.size(); ++i) buffers[g.inputs[i]] = inputs[i].data;
+            std::string failure = interpretLoops(*lp, buffers);
+            INFO("input set " << set);
+            CHECK(failure == "");
+            if (!failure.empty()) break;
+            std::vector<RefTensor> got;
+            for (int id : g.outputs) got.push_back({g.tensors[id].shape, buffers[id]});
+            CHECK(compareOutputsExactly(g, expected[set], g, got) == "");
+          }
         }
       }
     }
   }
+}
+
+// fuse-row-passes on softmax: the input is read in two loops instead of three, exp is evaluated
+// once per element, and the rewrite is refused where storing the term would round it.
+TEST_CASE("fuse-row-passes: softmax reads its input twice and evaluates exp once", "[passes][semantics]") {
+  auto countIn = [](const std::vector<loops::Stmt>& body, auto&& pred, auto&& self) -> int {
+    int n = 0;
+    for (const loops::Stmt& s : body) n += pred(s) + self(s.body, pred, self);
+    return n;
+  };
+  auto loadsOf = [](const loops::Expr& e, int buffer, auto&& self) -> int {
+    int n = e.kind == loops::ExprKind::Load && e.buffer == buffer;
+    for (const loops::Expr& a : e.args) n += self(a, buffer, self);
+    return n;
+  };
+  auto calls = [](const loops::Expr& e, auto&& self) -> int {
+    int n = e.kind == loops::ExprKind::Call;
+    for (const loops::Expr& a : e.args) n += self(a, self);
+    return n;
+  };
+  std::unique_ptr<Session> s = startSession(inlineProgram(
+      "softmax", "input x : f32[4, 8]\nm[i] = max(j: x[i, j])\ne[i, j] = exp(x[i, j] - m[i])\ns[i] = sum(j: e[i, j])\noutput y[i, j] = e[i, j] / s[i]\n"));
+  REQUIRE(s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{}));
+  const Graph& g = *s->state().graph;
+  int x = g.inputs[0], y = g.outputs[0];
+  // Loops whose own statements read x, and exp calls, in kernel 0.
+  auto measure = [&](const loops::LoopProgram& lp, int& readingLoops, int& exps) {
+    readingLoops = countIn(
+        lp.kernels[0].body,
+        [&](const loops::Stmt& st) {
+          if (st.kind != loops::StmtKind::Loop) return 0;
+          for (const loops::Stmt& b : st.body)
+            if ((b.kind == loops::StmtKind::Store || b.kind == loops::StmtKind::AccUpdate) && loadsOf(b.value, x, loadsOf) > 0) return 1;
+          return 0;
+        },
+        countIn);
+    exps = countIn(
+        lp.kernels[0].body,
+        [&](const loops::Stmt& st) {
+          return (st.kind == loops::StmtKind::Store || st.kind == loops::StmtKind::AccUpdate) ? calls(st.value, calls) : 0;
+        },
+        countIn);
+  };
+  const loops::LoopProgram& piped = *s->state().loops;
+  INFO(loops::printLoopProgram(piped));
+  REQUIRE(piped.kernels.size() == 1);
+  int readingLoops = 0, exps = 0;
+  measure(piped, readingLoops, exps);
+  CHECK(readingLoops == 2);
+  CHECK(exps == 1);
+
+  // Before the pass: three loops read x and exp is evaluated twice.
+  loops::LoopProgram lowered = loops::lowerToLoops(g);
+  measure(lowered, readingLoops, exps);
+  CHECK(readingLoops == 3);
+  CHECK(exps == 2);
+  // An output stored as f16 would round the stored term: the pass leaves it alone.
+  loops::LoopProgram half = lowered;
+  half.buffers[y].dtype = DType::F16;
+  CHECK(loops::fuseRowPasses(half) == 0);
+  CHECK(loops::fuseRowPasses(lowered) == 1);
 }
 
 // The checks above only mean something if they can fail: the interpreter must see a lost guard
