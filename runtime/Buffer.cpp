@@ -38,15 +38,26 @@ std::string_view elemName(ElemType type) {
   return "?";
 }
 
-Buffer::Buffer(size_t sizeBytes) : size_(sizeBytes) {
+namespace {
+
+// What is allocated for a request of `bytes`: whole 64-byte lines, at least one.
+size_t allocationBytes(size_t bytes) {
+  size_t rounded = (bytes + Buffer::kAlignment - 1) / Buffer::kAlignment * Buffer::kAlignment;
+  return rounded == 0 ? Buffer::kAlignment : rounded;
+}
+
+}  // namespace
+
+Buffer::Buffer(size_t sizeBytes) : Buffer(sizeBytes, NoFill{}) { std::memset(data_, 0, allocationBytes(size_)); }
+
+Buffer Buffer::uninitialized(size_t sizeBytes) { return Buffer(sizeBytes, NoFill{}); }
+
+Buffer::Buffer(size_t sizeBytes, NoFill) : size_(sizeBytes) {
   // std::aligned_alloc wants a size that is a multiple of the alignment; a zero-size request
   // still gets one line so data() is a valid pointer (memcpy with null is undefined).
   if (sizeBytes > std::numeric_limits<size_t>::max() - kAlignment) throw std::bad_alloc();
-  size_t rounded = (sizeBytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  void* p = std::aligned_alloc(kAlignment, allocationBytes(sizeBytes));
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
   data_ = static_cast<std::byte*>(p);
 }
 

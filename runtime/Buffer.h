@@ -27,6 +27,9 @@ class Buffer {
   Buffer() = default;
   // Throws std::bad_alloc when the memory cannot be allocated.
   explicit Buffer(size_t sizeBytes);
+  // The same without the zero fill, for memory that is written before it is read (a run's
+  // intermediates): the cost of a fresh allocation is then what the OS charges for new pages.
+  static Buffer uninitialized(size_t sizeBytes);
   ~Buffer();
 
   Buffer(Buffer&& other) noexcept;
@@ -51,6 +54,8 @@ class Buffer {
   }
 
  private:
+  struct NoFill {};
+  Buffer(size_t sizeBytes, NoFill);
   std::byte* data_ = nullptr;
   size_t size_ = 0;
 };

@@ -11,6 +11,7 @@
 #   tests/golden/graph/    the dataflow graph, default fusion and --fuse=none
 #   tests/golden/loops/    the loop IR
 #   tests/golden/passes/   one graph pass, before and after
+#   tests/golden/plan/     the memory plan (table and timeline)
 # Goldens whose program was removed are deleted.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -11,6 +11,7 @@ CompileRequest ProgramOptions::request(Stage until) const {
   if (fuse == "none") r.options.fuse = FuseMode::None;
   else if (fuse == "elementwise") r.options.fuse = FuseMode::Elementwise;
   else r.options.fuse = FuseMode::All;
+  r.options.planMemory = !noPlan;
   r.instrumentation = instrumentation;
   r.instrumentation.printAfter.insert(printAfter.begin(), printAfter.end());
   r.instrumentation.printBefore.insert(printBefore.begin(), printBefore.end());

@@ -20,6 +20,7 @@ struct ProgramOptions {
   std::vector<std::string> printAfter;   // --print-after=PASS,...
   std::vector<std::string> printBefore;  // --print-before=PASS,...
   std::string fuse = "all";
+  bool noPlan = false;  // --no-plan: one buffer per intermediate, no memory plan
   bool timePasses = false;
 
   // The compile request these options describe, running up to `until`.

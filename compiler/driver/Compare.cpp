@@ -1,6 +1,8 @@
-// texc compare: the same program unfused, with elementwise fusion and fully fused, run on the
-// same random inputs: kernels, modelled bytes and FLOPs, measured time (median of repeats after
-// a warm-up), effective bandwidth, and each variant's error against the float64 reference.
+// texc compare: the same program unfused, with elementwise fusion and fully fused, each with its
+// memory plan, and unfused and fused again without one (--no-plan), run on the same random inputs:
+// kernels, modelled bytes and FLOPs, measured time (median of repeats after a warm-up), effective
+// bandwidth, the memory held for intermediates and the growth of the resident set, and each
+// variant's error against the float64 reference.
 #include <fmt/format.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -39,23 +41,40 @@ int commandCompare(const CompareOptions& o) {
   ThreadPool pool(o.threads);
   HardwareModel host = hostHardwareModel();
   std::vector<std::vector<std::string>> rows = {{"variant", "kernels", "bytes (model)", "FLOPs", "median ms", "min ms", "GB/s",
-                                                 "of host BW", "GFLOP/s", "max abs err", "max rel err"}};
+                                                 "of host BW", "GFLOP/s", "temp memory", "RSS growth", "max abs err",
+                                                 "max rel err"}};
   struct Result {
     std::string name;
     size_t kernels;
     double bytes, flops, ms, gbps;
+    int64_t intermediateBytes, rssGrowth;
+    bool planned;
     ErrorStats error;
   };
+  struct Variant {
+    const char* name;
+    const char* fuse;
+    bool plan;
+  };
+  // Each unplanned variant runs just before its planned twin. A variant's memory is freed when it
+  // is done, so the resident set it adds is measured from what the earlier ones left.
+  const Variant variants[] = {{"unfused-unplanned", "none", false},
+                              {"unfused", "none", true},
+                              {"elementwise", "elementwise", true},
+                              {"fused-unplanned", "all", false},
+                              {"fused", "all", true}};
   std::vector<Result> results;
   std::string kernelsText;
-  for (const char* fuse : {"none", "elementwise", "all"}) {
+  for (const Variant& variant : variants) {
+    const char* fuse = variant.fuse;
     ProgramOptions opts = o.program;
     opts.fuse = fuse;
+    opts.noPlan = o.program.noPlan || !variant.plan;
     std::unique_ptr<Compilation> c = compileProgram(opts.request(Stage::LLVM));
     if (!c->ok) return kExitProgramError;
     const Program& g = *c->state.graph;
     std::vector<KernelCost> costs = costOfKernels(g);
-    if (o.emitLoops) kernelsText += fmt::format("// ----- --fuse={} -----\n{}", fuse, printStage(c->state, Stage::Loops));
+    if (o.emitLoops && variant.plan) kernelsText += fmt::format("// ----- --fuse={} -----\n{}", fuse, printStage(c->state, Stage::Loops));
     double bytes = 0, flops = 0;
     for (const KernelCost& k : costs) {
       bytes += k.bytes();
@@ -69,14 +88,28 @@ int commandCompare(const CompareOptions& o) {
       tensors[g.inputs[k]] = makeTensor(in.type, in.shape);
       std::copy_n(in.data.data(), in.data.size(), tensors[g.inputs[k]].data.data());
     }
-    std::vector<void*> ptrs = bindTensors(g, tensors);
-    exe->run(ptrs.data(), pool);  // warm-up
+    // The resident set before this variant's memory, and while its last run still holds it.
+    int64_t rssBefore = residentBytes();
+    ProgramMemory memory(g, c->state.memoryPlan ? &*c->state.memoryPlan : nullptr, tensors);
+    exe->run(memory.prepareRun(), pool);  // warm-up
+    memory.finishRun();
     std::vector<double> samples;
+    int64_t rssDuring = 0;
     for (int r = 0; r < o.repeat; ++r) {
       Stopwatch clock;
-      exe->run(ptrs.data(), pool);
-      samples.push_back(clock.milliseconds());
+      exe->run(memory.prepareRun(), pool);
+      if (r + 1 == o.repeat) {
+        double ms = clock.milliseconds();
+        rssDuring = residentBytes();  // read outside the timed part
+        clock.reset();
+        memory.finishRun();
+        samples.push_back(ms + clock.milliseconds());
+      } else {
+        memory.finishRun();
+        samples.push_back(clock.milliseconds());
+      }
     }
+    int64_t rssGrowth = rssBefore >= 0 && rssDuring >= 0 ? rssDuring - rssBefore : -1;
     double med = median(samples), best = *std::min_element(samples.begin(), samples.end());
     ErrorStats worst;
     for (size_t k = 0; k < g.outputs.size(); ++k) {
@@ -85,20 +118,26 @@ int commandCompare(const CompareOptions& o) {
       worst.maxAbs = std::max(worst.maxAbs, e.maxAbs);
       worst.maxRel = std::max(worst.maxRel, e.maxRel);
     }
-    std::string name = std::string(fuse) == "none" ? "unfused" : std::string(fuse) == "all" ? "fused" : "elementwise";
+    std::string name = variant.name;
+    if (o.program.noPlan && variant.plan) name += " (--no-plan)";
     double gbps = bytes / (med * 1e6);
     rows.push_back({name, std::to_string(costs.size()), bytesText(bytes), countText(flops, "FLOP"), fmt::format("{:.3f}", med),
                     fmt::format("{:.3f}", best), fmt::format("{:.2f}", gbps), fmt::format("{:.2f}", gbps / host.bandwidthGBs),
-                    fmt::format("{:.2f}", flops / (med * 1e6)), fmt::format("{:.2g}", worst.maxAbs), fmt::format("{:.2g}", worst.maxRel)});
-    results.push_back({name, costs.size(), bytes, flops, med, gbps, worst});
+                    fmt::format("{:.2f}", flops / (med * 1e6)), bytesText(static_cast<double>(memory.intermediateBytes())),
+                    rssGrowth < 0 ? std::string("?") : bytesText(static_cast<double>(rssGrowth)), fmt::format("{:.2g}", worst.maxAbs),
+                    fmt::format("{:.2g}", worst.maxRel)});
+    results.push_back({name, costs.size(), bytes, flops, med, gbps, memory.intermediateBytes(), rssGrowth,
+                       c->state.memoryPlan.has_value(), worst});
   }
   if (o.json) {
     std::string out = "{\"variants\": [";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
       out += fmt::format("{}{{\"name\": \"{}\", \"kernels\": {}, \"bytes_moved\": {:.0f}, \"flops\": {:.0f}, \"time_ms\": {:.6g}, "
-                         "\"gbps\": {:.6g}, \"max_abs_error\": {:.6g}, \"max_rel_error\": {:.6g}}}",
-                         i ? ", " : "", r.name, r.kernels, r.bytes, r.flops, r.ms, r.gbps, r.error.maxAbs, r.error.maxRel);
+                         "\"gbps\": {:.6g}, \"max_abs_error\": {:.6g}, \"max_rel_error\": {:.6g}, \"planned\": {}, "
+                         "\"intermediate_bytes\": {}, \"rss_growth_bytes\": {}}}",
+                         i ? ", " : "", r.name, r.kernels, r.bytes, r.flops, r.ms, r.gbps, r.error.maxAbs, r.error.maxRel,
+                         r.planned ? "true" : "false", r.intermediateBytes, r.rssGrowth);
     }
     std::cout << out << "]}\n";
     return kExitOk;
@@ -107,8 +146,12 @@ int commandCompare(const CompareOptions& o) {
   std::cout << fmt::format("{}: {} threads, median of {} runs after a warm-up, inputs --random {}\n", o.program.file, pool.numThreads(),
                            o.repeat, o.seed);
   std::cout << renderTable(rows);
-  std::cout << fmt::format("fused is {:.2f}x faster than unfused. Host bandwidth {:.1f} GB/s (1-thread copy, {}).\n",
-                           results.front().ms / results.back().ms, host.bandwidthGBs, host.source);
+  auto msOf = [&](size_t variantIndex) { return results[variantIndex].ms; };
+  std::cout << fmt::format("fused is {:.2f}x faster than unfused; the memory plan makes unfused {:.2f}x and fused {:.2f}x faster.\n",
+                           msOf(1) / msOf(4), msOf(0) / msOf(1), msOf(3) / msOf(4));
+  std::cout << fmt::format("Host bandwidth {:.1f} GB/s (1-thread copy, {}).\n", host.bandwidthGBs, host.source);
+  std::cout << "temp memory: the arena (planned) or the intermediates' buffers, allocated every run (unplanned);\n"
+               "RSS growth: the resident set during the last run minus before the variant (docs/memory-planning.md).\n";
   std::cout << "GB/s divides the modelled bytes by the median time (docs/cost-model.md).\n";
   return kExitOk;
 }

@@ -17,6 +17,7 @@ Stage stageFor(const std::string& emit) {
   if (emit == "sema") return Stage::Sema;
   if (emit == "ir" || emit == "dot") return Stage::Graph;
   if (emit == "loops") return Stage::Loops;
+  if (emit == "plan") return Stage::Plan;
   return Stage::LLVM;
 }
 

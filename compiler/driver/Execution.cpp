@@ -1,6 +1,15 @@
 #include "compiler/driver/Execution.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <new>
+#include <stdexcept>
+
+#include "compiler/driver/Frontend.h"
 #include "runtime/Half.h"
+#include "runtime/Npy.h"
 
 namespace texc {
 
@@ -68,6 +77,80 @@ std::vector<void*> bindTensors(const Program& p, std::vector<Tensor>& tensors) {
     ptrs[i] = tensors[i].data.data();
   }
   return ptrs;
+}
+
+int64_t residentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return -1;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+namespace {
+
+// Allocates, turning failures into an error that names the tensor.
+template <typename Alloc>
+auto allocating(const TensorInfo& t, Alloc alloc) {
+  try {
+    return alloc();
+  } catch (const std::bad_alloc&) {
+    throw CommandError{kExitRuntime, fmt::format("out of memory allocating '{}' ({})", t.name, describe(elemTypeOf(t.dtype), t.shape))};
+  } catch (const std::length_error&) {
+    throw CommandError{kExitRuntime, fmt::format("'{}' ({}) is too large to allocate", t.name, describe(elemTypeOf(t.dtype), t.shape))};
+  }
+}
+
+}  // namespace
+
+ProgramMemory::ProgramMemory(const Program& p, const loops::MemoryPlan* plan, std::vector<Tensor>& tensors)
+    : program_(p), plan_(plan), tensors_(tensors), unplanned_(p.tensors.size()), ptrs_(p.tensors.size(), nullptr) {
+  if (plan_) {
+    try {
+      arena_ = Buffer(static_cast<size_t>(plan_->arenaBytes));
+    } catch (const std::bad_alloc&) {
+      throw CommandError{kExitRuntime, fmt::format("out of memory allocating the arena of the intermediates ({} bytes)", plan_->arenaBytes)};
+    }
+  }
+  for (size_t i = 0; i < p.tensors.size(); ++i) {
+    const TensorInfo& t = p.tensors[i];
+    if (t.isInput) {
+      ptrs_[i] = tensors_[i].data.data();
+    } else if (t.isOutput) {
+      tensors_[i] = allocating(t, [&] { return makeTensor(elemTypeOf(t.dtype), t.shape); });
+      ptrs_[i] = tensors_[i].data.data();
+    } else if (const loops::PlannedTemp* placed = plan_ ? plan_->find(static_cast<int>(i)) : nullptr) {
+      ptrs_[i] = arena_.data() + placed->offset;
+    }
+  }
+}
+
+void** ProgramMemory::prepareRun() {
+  for (size_t i = 0; i < program_.tensors.size(); ++i) {
+    const TensorInfo& t = program_.tensors[i];
+    if (t.isInput || t.isOutput || (plan_ && plan_->find(static_cast<int>(i)))) continue;
+    // An intermediate of an unplanned run (or one no kernel writes): a buffer of its own.
+    unplanned_[i] = allocating(t, [&] { return Buffer::uninitialized(byteSize(elemTypeOf(t.dtype), t.shape)); });
+    ptrs_[i] = unplanned_[i].data();
+  }
+  return ptrs_.data();
+}
+
+void ProgramMemory::finishRun() {
+  for (size_t i = 0; i < unplanned_.size(); ++i)
+    if (unplanned_[i].data()) {
+      unplanned_[i] = Buffer();
+      ptrs_[i] = nullptr;
+    }
+}
+
+int64_t ProgramMemory::intermediateBytes() const {
+  int64_t bytes = plan_ ? plan_->arenaBytes : 0;
+  for (size_t i = 0; i < program_.tensors.size(); ++i) {
+    const TensorInfo& t = program_.tensors[i];
+    if (t.isInput || t.isOutput || (plan_ && plan_->find(static_cast<int>(i)))) continue;
+    bytes += static_cast<int64_t>(byteSize(elemTypeOf(t.dtype), t.shape));
+  }
+  return bytes;
 }
 
 }  // namespace texc

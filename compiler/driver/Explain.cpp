@@ -4,7 +4,8 @@
 //      level, number of readers, last reader;
 //   2. the kernels with and without fusion: arrays, bytes moved, FLOPs, arithmetic intensity and
 //      roofline time on a hardware model (host measured, or h100/h200);
-//   3. every fusion decision, with its reason.
+//   3. every fusion decision, with its reason;
+//   4. the memory plan of the intermediates: table, totals and timeline (docs/memory-planning.md).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -91,9 +92,9 @@ int commandExplain(const ExplainOptions& o) {
 
   ProgramOptions unfusedOpts = o.program;
   unfusedOpts.fuse = "none";
-  std::unique_ptr<Compilation> unfused = compileProgram(unfusedOpts.request(Stage::Graph));
+  std::unique_ptr<Compilation> unfused = compileProgram(unfusedOpts.request(Stage::Plan));
   if (!unfused->ok) return kExitProgramError;
-  std::unique_ptr<Compilation> fused = compileProgram(o.program.request(Stage::Graph));
+  std::unique_ptr<Compilation> fused = compileProgram(o.program.request(Stage::Plan));
   if (!fused->ok) return kExitProgramError;
 
   std::vector<KernelCost> ku = costOfKernels(*unfused->state.graph);
@@ -128,6 +129,14 @@ int commandExplain(const ExplainOptions& o) {
     std::cout << fmt::format("%{} -> {}: {}\n", d.producer, d.consumers, d.reason);
   std::cout << "\nBytes count each distinct element a kernel touches once; CPU stores may add a read of each\n"
                "written line (write-allocate). Transcendental functions count 1 FLOP. See docs/cost-model.md.\n";
+
+  std::cout << fmt::format("\n== memory plan (--fuse={}) ==\n", o.program.fuse);
+  std::cout << printStage(fused->state, Stage::Plan);
+  if (o.program.fuse != "none" && unfused->state.memoryPlan) {
+    const loops::MemoryPlan& u = *unfused->state.memoryPlan;
+    std::cout << fmt::format("unfused (--fuse=none): {} temps in {} blocks, arena {} vs {} unplanned\n", u.temps.size(),
+                             u.blockBytes.size(), bytesText(static_cast<double>(u.arenaBytes)), bytesText(static_cast<double>(u.naiveBytes)));
+  }
   return kExitOk;
 }
 

@@ -119,30 +119,22 @@ int commandRun(const RunOptions& o) {
   double jitMs = jitClock.milliseconds();
   double compileMs = compileClock.milliseconds();
 
-  // Run.
-  std::vector<void*> ptrs(p.tensors.size());
-  for (size_t i = 0; i < p.tensors.size(); ++i) {
-    try {
-      if (!p.tensors[i].isInput) tensors[i] = makeTensor(elemTypeOf(p.tensors[i].dtype), p.tensors[i].shape);
-    } catch (const std::bad_alloc&) {
-      throw CommandError{kExitRuntime, fmt::format("out of memory allocating '{}' ({})", p.tensors[i].name,
-                                                   describe(elemTypeOf(p.tensors[i].dtype), p.tensors[i].shape))};
-    } catch (const std::length_error&) {
-      throw CommandError{kExitRuntime, fmt::format("'{}' ({}) is too large to allocate", p.tensors[i].name,
-                                                   describe(elemTypeOf(p.tensors[i].dtype), p.tensors[i].shape))};
-    }
-    ptrs[i] = tensors[i].data.data();
-  }
+  // Run. The intermediates live in the planned arena (allocated once), or with --no-plan in
+  // buffers of their own, allocated afresh for every run.
+  ProgramMemory memory(p, c->state.memoryPlan ? &*c->state.memoryPlan : nullptr, tensors);
   ThreadPool pool(o.threads);
   Stopwatch runClock;
-  exe->run(ptrs.data(), pool);
+  exe->run(memory.prepareRun(), pool);
+  memory.finishRun();
   double runMs = runClock.milliseconds();
   if (o.repeat > 0) {
-    // Kernel time only: the first run above was the warm-up (page faults, caches).
+    // Kernel time (plus, unplanned, the allocation of the intermediates): the first run above
+    // was the warm-up (page faults, caches).
     std::vector<double> samples;
     for (int r = 0; r < o.repeat; ++r) {
       Stopwatch clock;
-      exe->run(ptrs.data(), pool);
+      exe->run(memory.prepareRun(), pool);
+      memory.finishRun();
       samples.push_back(clock.milliseconds());
     }
     std::cerr << fmt::format("time: median {:.4f} ms, min {:.4f} ms over {} runs ({} kernels, {} threads)\n", median(samples),

@@ -24,6 +24,7 @@ void addProgramOptions(CLI::App* cmd, ProgramOptions& o, bool pipeline) {
   cmd->add_option("--fuse", o.fuse, "fusion: none (one kernel per operator), elementwise, all (one kernel per statement for now)")
       ->check(CLI::IsMember({"none", "elementwise", "all"}))
       ->capture_default_str();
+  cmd->add_flag("--no-plan", o.noPlan, "no memory plan: every intermediate gets a buffer of its own (for comparison)");
   cmd->add_flag("--print-after-all", o.instrumentation.printAfterAll, "print the IR after every pass (to standard error)");
   cmd->add_option("--print-after", o.printAfter, "print the IR after these passes")->delimiter(',')->type_name("PASS,...");
   cmd->add_option("--print-before", o.printBefore, "print the IR before these passes")->delimiter(',')->type_name("PASS,...");
@@ -46,8 +47,8 @@ int main(int argc, char** argv) {
   addProgramOptions(compile, compileOpts.program, true);
   compile->add_option("--emit", compileOpts.emit,
                       "ast (parsed program as source), sema (analysed program), ir (dataflow graph), "
-                      "dot (dataflow graph for Graphviz), loops (loop IR), llvm (.ll), asm, obj")
-      ->check(CLI::IsMember({"ast", "sema", "ir", "dot", "loops", "llvm", "asm", "obj"}))
+                      "dot (dataflow graph for Graphviz), loops (loop IR), plan (memory plan), llvm (.ll), asm, obj")
+      ->check(CLI::IsMember({"ast", "sema", "ir", "dot", "loops", "plan", "llvm", "asm", "obj"}))
       ->capture_default_str();
   compile->add_option("--target", compileOpts.target, "cpu")->capture_default_str();
   compile->add_option("-o", compileOpts.output, "output path (default: standard output)");

@@ -12,6 +12,7 @@
 
 #include "compiler/graph/Graph.h"
 #include "compiler/loops/LoopIR.h"
+#include "compiler/loops/MemoryPlan.h"
 #include "frontend/AST.h"
 #include "frontend/Diagnostics.h"
 #include "frontend/Sema.h"
@@ -30,6 +31,7 @@ enum class FuseMode : uint8_t { None, Elementwise, All };
 struct PipelineOptions {
   int optLevel = 3;  // -O0..-O3
   FuseMode fuse = FuseMode::All;
+  bool planMemory = true;  // false: --no-plan, one buffer per intermediate
 };
 
 // One fusion decision: a producer, the nodes that read it, and why it was or was not fused.
@@ -54,11 +56,13 @@ struct CompileState {
   std::optional<Graph> graph;             // after sema: the analysed program, then the dataflow graph
   std::vector<FusionDecision> fusionDecisions;  // after fuse
   std::optional<loops::LoopProgram> loops;  // after lower-to-loops
+  std::optional<loops::MemoryPlan> memoryPlan;  // after plan-memory (none with --no-plan)
   std::unique_ptr<llvm::LLVMContext> llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;  // after codegen-llvm
 };
 
-enum class Stage : uint8_t { Ast, Sema, Graph, Loops, LLVM };
+// Plan: the memory plan of the loop program's intermediates (it changes no IR, it places it).
+enum class Stage : uint8_t { Ast, Sema, Graph, Loops, Plan, LLVM };
 
 struct PassInfo {
   const char* name;

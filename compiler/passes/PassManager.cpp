@@ -44,6 +44,9 @@ std::string printStage(const CompileState& s, Stage stage) {
       return text;
     }
     case Stage::Loops: return s.loops ? printLoopProgram(*s.loops) : "";
+    case Stage::Plan:
+      if (s.memoryPlan && s.loops) return printMemoryPlan(*s.loops, *s.memoryPlan);
+      return "(no memory plan: --no-plan, one buffer per intermediate)\n";
     case Stage::LLVM: {
       if (!s.llvmModule) return "";
       std::string text;
@@ -63,6 +66,7 @@ const char* stageExtension(Stage stage) {
     case Stage::Sema: return "sema.txt";
     case Stage::Graph: return "graph.txt";
     case Stage::Loops: return "loops.txt";
+    case Stage::Plan: return "plan.txt";
     case Stage::LLVM: return "ll";
   }
   return "txt";
@@ -72,6 +76,7 @@ void verify(const CompileState& s, const PassInfo& pass) {
   std::vector<std::string> problems;
   if ((pass.stage == Stage::Sema || pass.stage == Stage::Graph) && s.graph) problems = verifyGraph(*s.graph);
   if (pass.stage == Stage::Loops && s.loops) problems = loops::verifyLoopProgram(*s.loops);
+  if (pass.stage == Stage::Plan && s.loops && s.memoryPlan) problems = loops::verifyMemoryPlan(*s.loops, *s.memoryPlan);
   if (problems.empty()) return;
   std::string msg = fmt::format("internal error: the IR is invalid after pass '{}':", pass.name);
   for (const std::string& p : problems) msg += "\n  " + p;
@@ -105,6 +110,7 @@ bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, 
       case Stage::Sema:
       case Stage::Graph: return s.graph.has_value();
       case Stage::Loops: return s.loops.has_value();
+      case Stage::Plan: return s.memoryPlan.has_value();
       case Stage::LLVM: return s.llvmModule != nullptr;
     }
     return false;
@@ -112,10 +118,13 @@ bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, 
   for (const PassInfo* pass : pipeline) {
     ++index;
     if (inst.printBefore.count(pass->name)) {
+      // The memory plan is not the whole input of the pass after it: that gets the loop IR too.
       std::string text = available(pass->stage) ? printStage(s, pass->stage)
-                         : previous             ? printStage(s, previous->stage)
-                         : s.file               ? s.file->text()
-                                                : std::string();
+                         : previous && previous->stage == Stage::Plan
+                             ? printStage(s, Stage::Loops) + printStage(s, Stage::Plan)
+                         : previous ? printStage(s, previous->stage)
+                         : s.file   ? s.file->text()
+                                    : std::string();
       out << fmt::format("// ----- IR before {} -----\n{}", pass->name, text);
     }
     Stopwatch clock;

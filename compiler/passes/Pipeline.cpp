@@ -17,6 +17,7 @@ const char* const kPipeline[] = {
     "dce",              // the fused producers are now unread
     "lower-to-loops",   // graph -> loop nests
     "fuse-row-passes",  // needs the reductions placed in their rows, which lowering does
+    "plan-memory",      // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
     "codegen-llvm",     // loop IR -> LLVM IR
     "optimize-llvm",    // LLVM's own pipeline for the host
 };

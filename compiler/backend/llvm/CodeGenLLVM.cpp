@@ -66,6 +66,15 @@ class KernelGen {
         a->addAttr(llvm::Attribute::ReadOnly);
       buffers_.push_back(a);
     }
+    // A kernel planned to write in place reads its input through the output's pointer (the
+    // memory is the same): the input's parameter is then never accessed, so every parameter stays
+    // noalias, and the vectorizer sees each element loaded and stored at one address, with no
+    // run-time overlap check. Other buffers share memory with these only while dead, when this
+    // kernel does not touch them, which noalias allows.
+    if (opts_.memoryPlan) {
+      int input = opts_.memoryPlan->inPlaceInputOf(p_, static_cast<int>(&k_ - p_.kernels.data()));
+      if (input >= 0) buffers_[input] = buffers_[k_.outputBuffer];
+    }
     lo_ = f->getArg(p_.buffers.size());
     hi_ = f->getArg(p_.buffers.size() + 1);
     lo_->setName("lo");

@@ -2,7 +2,8 @@
 //
 // Each kernel becomes `void texc_<kernel>(ptr %buffers, i64 %lo, i64 %hi)`, a thin entry that
 // loads the buffer pointers and calls `texc_<kernel>.body`, whose buffer parameters are
-// `noalias`, 64-byte aligned and dereferenceable, so LLVM has no aliasing doubts. Loops have
+// `noalias`, 64-byte aligned and dereferenceable, so LLVM has no aliasing doubts (a kernel planned
+// to write in place reads its input through its output's pointer; see the memory plan). Loops have
 // constant trip counts (the parallel outermost loop runs [lo, hi)); reductions combine with
 // reassociation allowed, so the loop vectorizer may widen them. Elementwise functions use the
 // vectorizable approximations of VectorMath at -O1 and above, and libm at -O0.
@@ -11,6 +12,7 @@
 #include <memory>
 
 #include "compiler/loops/LoopIR.h"
+#include "compiler/loops/MemoryPlan.h"
 
 namespace llvm {
 class LLVMContext;
@@ -22,6 +24,9 @@ namespace texc {
 struct CodeGenOptions {
   int optLevel = 3;             // 0 calls libm for transcendental functions
   bool preferWideVectors = true;  // ask for 512-bit vectors where the CPU has AVX-512
+  // The memory plan the buffers will be bound by (null: every buffer its own memory). A kernel
+  // that writes its output in place over an input reads that input through the output pointer.
+  const loops::MemoryPlan* memoryPlan = nullptr;
 };
 
 // The symbol name of a kernel's entry function.

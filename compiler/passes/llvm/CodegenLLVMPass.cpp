@@ -11,6 +11,7 @@ bool runCodegenLLVM(CompileState& s) {
   s.llvmContext = std::make_unique<llvm::LLVMContext>();
   CodeGenOptions options;
   options.optLevel = s.options.optLevel;
+  if (s.memoryPlan) options.memoryPlan = &*s.memoryPlan;
   s.llvmModule = generateLLVM(*s.loops, *s.llvmContext, options);
   return true;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -27,10 +28,17 @@ struct Failure {
   std::string what;
 };
 
+// The arena of a planned run: one double per byte, and where each planned buffer starts (-1:
+// not in the arena).
+struct Arena {
+  std::vector<double> slots;
+  std::vector<int64_t> offsets;
+};
+
 class KernelRun {
  public:
-  KernelRun(const LoopProgram& p, const Kernel& k, std::vector<std::vector<double>>& buffers)
-      : p_(p), k_(k), buffers_(buffers), vars_(k.varNames.size(), 0), accs_(k.numAccs, kNaN), accSet_(k.numAccs, false) {}
+  KernelRun(const LoopProgram& p, const Kernel& k, std::vector<std::vector<double>>& buffers, Arena* arena)
+      : p_(p), k_(k), buffers_(buffers), arena_(arena), vars_(k.varNames.size(), 0), accs_(k.numAccs, kNaN), accSet_(k.numAccs, false) {}
 
   void run() {
     for (const Stmt& s : k_.body) exec(s);
@@ -57,7 +65,7 @@ class KernelRun {
           for (const Stmt& b : s.body) exec(b);
         }
         break;
-      case StmtKind::Store: buffers_[s.buffer][offset(s.buffer, s.index)] = eval(s.value); break;
+      case StmtKind::Store: store(s.buffer, offset(s.buffer, s.index), eval(s.value)); break;
       case StmtKind::AccInit:
         accs_[s.acc] = reductionIdentity(s.reduce);
         accSet_[s.acc] = true;
@@ -111,7 +119,7 @@ class KernelRun {
     switch (e.kind) {
       case ExprKind::Const: return e.constant;
       case ExprKind::VarValue: return static_cast<double>(e.index.empty() ? vars_[e.var] : evalIndex(e.index[0], vars_));
-      case ExprKind::Load: return buffers_[e.buffer][offset(e.buffer, e.index)];
+      case ExprKind::Load: return load(e.buffer, offset(e.buffer, e.index));
       case ExprKind::AccRead:
         if (!accSet_[e.acc]) throw Failure{fmt::format("kernel {}: acc{} read before it is set", k_.name, e.acc)};
         return accs_[e.acc];
@@ -125,9 +133,34 @@ class KernelRun {
     throw Failure{"unknown expression"};
   }
 
+  bool inArena(int buffer) const { return arena_ && arena_->offsets[buffer] >= 0; }
+  size_t slot(int buffer, size_t element) const {
+    return static_cast<size_t>(arena_->offsets[buffer]) + element * static_cast<size_t>(dtypeBytes(p_.buffers[buffer].dtype));
+  }
+
+  void store(int buffer, size_t element, double v) {
+    if (!inArena(buffer)) {
+      buffers_[buffer][element] = v;
+      return;
+    }
+    size_t s = slot(buffer, element);
+    for (int b = 0; b < dtypeBytes(p_.buffers[buffer].dtype); ++b) arena_->slots.at(s + b) = v;
+  }
+
+  double load(int buffer, size_t element) const {
+    if (!inArena(buffer)) return buffers_[buffer][element];
+    size_t s = slot(buffer, element);
+    double v = arena_->slots.at(s);
+    for (int b = 1; b < dtypeBytes(p_.buffers[buffer].dtype); ++b)
+      if (std::memcmp(&arena_->slots.at(s + b), &v, sizeof v) != 0)
+        throw Failure{fmt::format("kernel {}: element {} of {} was partly overwritten", k_.name, element, p_.buffers[buffer].name)};
+    return v;
+  }
+
   const LoopProgram& p_;
   const Kernel& k_;
   std::vector<std::vector<double>>& buffers_;
+  Arena* arena_;
   std::vector<int64_t> vars_;
   std::vector<double> accs_;
   std::vector<bool> accSet_;
@@ -135,7 +168,9 @@ class KernelRun {
 
 }  // namespace
 
-std::string interpretLoops(const loops::LoopProgram& p, std::vector<std::vector<double>>& buffers) {
+namespace {
+
+std::string interpret(const loops::LoopProgram& p, std::vector<std::vector<double>>& buffers, Arena* arena) {
   if (buffers.size() != p.buffers.size()) return "wrong number of buffers";
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     size_t n = static_cast<size_t>(p.buffers[b].numElements());
@@ -147,11 +182,25 @@ std::string interpretLoops(const loops::LoopProgram& p, std::vector<std::vector<
     }
   }
   try {
-    for (const loops::Kernel& k : p.kernels) KernelRun(p, k, buffers).run();
+    for (const loops::Kernel& k : p.kernels) KernelRun(p, k, buffers, arena).run();
   } catch (const Failure& f) {
     return f.what;
   }
   return "";
+}
+
+}  // namespace
+
+std::string interpretLoops(const loops::LoopProgram& p, std::vector<std::vector<double>>& buffers) {
+  return interpret(p, buffers, nullptr);
+}
+
+std::string interpretLoops(const loops::LoopProgram& p, std::vector<std::vector<double>>& buffers, const loops::MemoryPlan& plan) {
+  Arena arena;
+  arena.slots.assign(static_cast<size_t>(plan.arenaBytes), kNaN);
+  arena.offsets.assign(p.buffers.size(), -1);
+  for (const loops::PlannedTemp& t : plan.temps) arena.offsets[t.buffer] = t.offset;
+  return interpret(p, buffers, &arena);
 }
 
 }  // namespace texc::passtest

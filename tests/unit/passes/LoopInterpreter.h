@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/loops/LoopIR.h"
+#include "compiler/loops/MemoryPlan.h"
 
 namespace texc::passtest {
 
@@ -15,5 +16,11 @@ namespace texc::passtest {
 // resized and written). Returns an empty string, or what went wrong (a load or store outside
 // its buffer, an accumulator read before it was set).
 std::string interpretLoops(const loops::LoopProgram& p, std::vector<std::vector<double>>& buffers);
+
+// The same, with the temps `plan` places living in one arena, as the runtime binds them: an
+// element of dtype size S occupies the S byte slots from offset + index * S, a store writes its
+// value into all of them, and a load whose slots disagree (part of the element was overwritten
+// by another temp sharing those bytes) fails. Planned temps are not copied to `buffers`.
+std::string interpretLoops(const loops::LoopProgram& p, std::vector<std::vector<double>>& buffers, const loops::MemoryPlan& plan);
 
 }  // namespace texc::passtest

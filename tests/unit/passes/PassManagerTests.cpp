@@ -41,6 +41,7 @@ const char* extensionOf(Stage stage) {
     case Stage::Sema: return "sema.txt";
     case Stage::Graph: return "graph.txt";
     case Stage::Loops: return "loops.txt";
+    case Stage::Plan: return "plan.txt";
     case Stage::LLVM: return "ll";
   }
   return "?";
@@ -333,6 +334,8 @@ TEST_CASE("pass manager: the pipeline order and the stages it stops at", "[passe
   CHECK(graph.size() > 5);
   CHECK(graph.substr(graph.size() - 4) == " dce");
   CHECK(names(Stage::Loops).rfind(graph + " lower-to-loops", 0) == 0);
+  CHECK(names(Stage::Plan).rfind(graph + " lower-to-loops", 0) == 0);
+  CHECK(names(Stage::Plan).substr(names(Stage::Plan).size() - 12) == " plan-memory");
   for (const PassInfo* p : buildPipeline(Stage::LLVM)) CHECK(findPass(p->name) == p);
   CHECK(findPass("no-such-pass") == nullptr);
 }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <utility>
 
@@ -82,4 +83,19 @@ TEST_CASE("makeTensor allocates a zeroed tensor of the right size", "[buffer]") 
   Tensor e = makeTensor(ElemType::F32, {4, 0});
   CHECK(e.data.size() == 0);
   CHECK(e.data.data() != nullptr);
+}
+
+TEST_CASE("an uninitialized buffer is 64-byte aligned and sized as asked, and writable to its last line", "[buffer]") {
+  for (size_t size : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}, size_t{1} << 22}) {
+    INFO(size);
+    Buffer b = Buffer::uninitialized(size);
+    REQUIRE(b.data() != nullptr);
+    CHECK(reinterpret_cast<std::uintptr_t>(b.data()) % Buffer::kAlignment == 0);
+    CHECK(b.size() == size);
+    // The whole rounded allocation is usable (vector loops may touch the last line).
+    size_t rounded = size == 0 ? 64 : (size + 63) / 64 * 64;
+    for (size_t i = 0; i < rounded; ++i) b.data()[i] = std::byte{0x5a};
+    CHECK(b.data()[rounded - 1] == std::byte{0x5a});
+  }
+  CHECK_THROWS_AS(Buffer::uninitialized(SIZE_MAX), std::bad_alloc);
 }

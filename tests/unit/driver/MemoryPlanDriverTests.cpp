@@ -1,0 +1,86 @@
+// The memory plan through the command line: --emit plan and --print-after=plan-memory, --no-plan
+// on run (same outputs bit for bit, with --repeat reusing the arena), the plan section of
+// texc explain, and the planned and unplanned variants of texc compare (table and --json).
+#include <catch2/catch.hpp>
+
+#include "tests/unit/driver/DriverTestUtil.h"
+
+namespace texc::drivertest {
+namespace {
+
+Result expectSuccess(const Sandbox& box, const std::vector<std::string>& args) {
+  Result r = runTexc(box, args);
+  INFO(r.describe());
+  REQUIRE_FALSE(r.crashed);
+  REQUIRE(r.status == 0);
+  return r;
+}
+
+std::vector<std::string> gelu(const char* command, std::initializer_list<std::string> more) {
+  std::vector<std::string> args = {command, (kExamples / "gelu.tex").string(), "-D", "N=16", "-D", "D=40", "--fuse=none"};
+  args.insert(args.end(), more);
+  return args;
+}
+
+TEST_CASE("plan on the command line: --emit plan, --print-after=plan-memory and --no-plan", "[driver][memplan]") {
+  Sandbox box;
+  Result plan = expectSuccess(box, gelu("compile", {"--emit", "plan"}));
+  CHECK(contains(plan.out, "memory plan: 10 temps in 3 blocks (7 written in place)"));
+  CHECK(contains(plan.out, "most temps live at once: 4 (3 counting a temp written in place and its input as one)"));
+  CHECK(contains(plan.out, "timeline (kernels across, temps down"));
+  CHECK(contains(plan.out, "%y.3    2560  k3..k4       2    5120  %y.2 (in place)"));
+
+  Result printed = expectSuccess(box, gelu("compile", {"--print-after=plan-memory", "-o", "/dev/null"}));
+  CHECK(contains(printed.err, "// ----- IR after plan-memory -----\n" + plan.out));
+
+  Result none = expectSuccess(box, gelu("compile", {"--emit", "plan", "--no-plan"}));
+  CHECK(none.out == "(no memory plan: --no-plan, one buffer per intermediate)\n");
+}
+
+TEST_CASE("plan on the command line: run gives the same bytes with and without the plan", "[driver][memplan]") {
+  Sandbox box;
+  for (const char* opt : {"-O3", "-O0"}) {
+    INFO(opt);
+    std::string dir = std::string("planned") + opt;
+    expectSuccess(box, gelu("run", {opt, "--random", "3", "--threads", "2", "--repeat", "3", "--output-dir", dir}));
+    expectSuccess(box, gelu("run", {opt, "--random", "3", "--threads", "2", "--repeat", "3", "--no-plan", "--output-dir", dir + "-np"}));
+    std::string bytes = readBytes(box.work() / dir / "out.npy");
+    CHECK(bytes.size() > 16 * 40 * 4);
+    CHECK(bytes == readBytes(box.work() / (dir + "-np") / "out.npy"));
+  }
+}
+
+TEST_CASE("plan on the command line: explain prints the plan", "[driver][memplan]") {
+  Sandbox box;
+  // Fused attention keeps two temps (the scores and the probabilities), both live in its last kernel.
+  Result fused = expectSuccess(box, {"explain", (kExamples / "attention.tex").string(), "-D", "N=8", "-D", "Dh=4", "--hw", "h100"});
+  CHECK(contains(fused.out, "== memory plan (--fuse=all) ==\nmemory plan: 2 temps in 2 blocks"));
+  CHECK(contains(fused.out, "unfused (--fuse=none): "));
+  Result unfused = expectSuccess(box, gelu("explain", {"--hw", "h100"}));
+  CHECK(contains(unfused.out, "== memory plan (--fuse=none) ==\nmemory plan: 10 temps in 3 blocks"));
+  CHECK(contains(unfused.out, "W  #  #  #  #  R"));
+}
+
+TEST_CASE("plan on the command line: compare runs planned and unplanned variants", "[driver][memplan]") {
+  Sandbox box;
+  Result table = expectSuccess(box, gelu("compare", {"--repeat", "2", "--threads", "1"}));
+  for (const char* name : {"unfused-unplanned ", "unfused ", "elementwise ", "fused-unplanned ", "fused "}) {
+    INFO(name);
+    CHECK(contains(table.out, std::string("\n") + name));
+  }
+  CHECK(contains(table.out, "temp memory"));
+  CHECK(contains(table.out, "RSS growth"));
+
+  Result json = expectSuccess(box, gelu("compare", {"--repeat", "1", "--threads", "1", "--json"}));
+  CHECK(contains(json.out, "{\"name\": \"unfused-unplanned\", \"kernels\": 11,"));
+  CHECK(contains(json.out, "\"planned\": false, \"intermediate_bytes\": 25600, "));  // 10 temps of 2560 bytes
+  CHECK(contains(json.out, "{\"name\": \"unfused\", \"kernels\": 11,"));
+  CHECK(contains(json.out, "\"planned\": true, \"intermediate_bytes\": 7680, "));  // 3 blocks
+  CHECK(contains(json.out, "{\"name\": \"fused-unplanned\", \"kernels\": 1,"));
+  CHECK(contains(json.out, "{\"name\": \"fused\", \"kernels\": 1,"));
+  CHECK(countOf(json.out, "\"rss_growth_bytes\": ") == 5);
+  CHECK(countOf(json.out, "\"max_rel_error\": ") == 5);
+}
+
+}  // namespace
+}  // namespace texc::drivertest
