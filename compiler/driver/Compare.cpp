@@ -10,6 +10,7 @@
 
 #include "compiler/analysis/Cost.h"
 #include "compiler/analysis/HostModel.h"
+#include "compiler/backend/cuda/CudaExecutable.h"
 #include "compiler/backend/llvm/CpuExecutable.h"
 #include "compiler/driver/Commands.h"
 #include "compiler/driver/Execution.h"
@@ -22,6 +23,7 @@ namespace texc {
 
 int commandCompare(const CompareOptions& o) {
   if (o.repeat < 1) throw CommandError{kExitUsage, "--repeat must be >= 1"};
+  bool cuda = o.target == "cuda";
   // The analysed program gives the inputs and the float64 reference.
   std::unique_ptr<Compilation> analysed = compileProgram(o.program.request(Stage::Sema));
   if (!analysed->ok) return kExitProgramError;
@@ -36,7 +38,16 @@ int commandCompare(const CompareOptions& o) {
   }
   std::vector<RefTensor> reference = evaluateReference(sema, refInputs);
 
-  ThreadPool pool(o.threads);
+  // --target cuda: every variant runs on GPU 0, timed by events around its kernels.
+  std::unique_ptr<CudaDevice> gpu;
+  if (cuda) {
+    try {
+      gpu = CudaDevice::open();
+    } catch (const std::runtime_error& e) {
+      throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
+    }
+  }
+  ThreadPool pool(cuda ? 1 : o.threads);
   HardwareModel host = hostHardwareModel();
   std::vector<std::vector<std::string>> rows = {{"variant", "kernels", "bytes (model)", "FLOPs", "median ms", "min ms", "GB/s",
                                                  "of host BW", "GFLOP/s", "max abs err", "max rel err"}};
@@ -51,7 +62,9 @@ int commandCompare(const CompareOptions& o) {
   for (const char* fuse : {"none", "elementwise", "all"}) {
     ProgramOptions opts = o.program;
     opts.fuse = fuse;
-    std::unique_ptr<Compilation> c = compileProgram(opts.request(Stage::LLVM));
+    CompileRequest request = opts.request(cuda ? Stage::CUDA : Stage::LLVM);
+    if (cuda) request.options.target = Target::Cuda;
+    std::unique_ptr<Compilation> c = compileProgram(request);
     if (!c->ok) return kExitProgramError;
     const Program& g = *c->state.graph;
     std::vector<KernelCost> costs = costOfKernels(g);
@@ -61,8 +74,15 @@ int commandCompare(const CompareOptions& o) {
       bytes += k.bytes();
       flops += k.flops;
     }
-    std::unique_ptr<CpuExecutable> exe =
-        CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule), *c->state.loops, opts.pipeline.optLevel);
+    std::unique_ptr<CpuExecutable> exe;
+    std::unique_ptr<CudaExecutable> gpuExe;
+    try {
+      if (cuda) gpuExe = CudaExecutable::load(*gpu, *c->state.cuda, *c->state.loops);
+    } catch (const std::runtime_error& e) {
+      throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
+    }
+    if (!cuda)
+      exe = CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule), *c->state.loops, opts.pipeline.optLevel);
     std::vector<Tensor> tensors(g.tensors.size());
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       const Tensor& in = inputs[k];
@@ -70,12 +90,17 @@ int commandCompare(const CompareOptions& o) {
       std::copy_n(in.data.data(), in.data.size(), tensors[g.inputs[k]].data.data());
     }
     std::vector<void*> ptrs = bindTensors(g, tensors);
-    exe->run(ptrs.data(), pool);  // warm-up
     std::vector<double> samples;
-    for (int r = 0; r < o.repeat; ++r) {
-      Stopwatch clock;
-      exe->run(ptrs.data(), pool);
-      samples.push_back(clock.milliseconds());
+    if (cuda) {
+      gpuExe->run(ptrs.data());  // warm-up; brings the outputs back for the error columns
+      for (int r = 0; r < o.repeat; ++r) samples.push_back(gpuExe->runKernelsTimed());
+    } else {
+      exe->run(ptrs.data(), pool);  // warm-up
+      for (int r = 0; r < o.repeat; ++r) {
+        Stopwatch clock;
+        exe->run(ptrs.data(), pool);
+        samples.push_back(clock.milliseconds());
+      }
     }
     double med = median(samples), best = *std::min_element(samples.begin(), samples.end());
     ErrorStats worst;
@@ -88,7 +113,7 @@ int commandCompare(const CompareOptions& o) {
     std::string name = std::string(fuse) == "none" ? "unfused" : std::string(fuse) == "all" ? "fused" : "elementwise";
     double gbps = bytes / (med * 1e6);
     rows.push_back({name, std::to_string(costs.size()), bytesText(bytes), countText(flops, "FLOP"), fmt::format("{:.3f}", med),
-                    fmt::format("{:.3f}", best), fmt::format("{:.2f}", gbps), fmt::format("{:.2f}", gbps / host.bandwidthGBs),
+                    fmt::format("{:.3f}", best), fmt::format("{:.2f}", gbps), cuda ? std::string("-") : fmt::format("{:.2f}", gbps / host.bandwidthGBs),
                     fmt::format("{:.2f}", flops / (med * 1e6)), fmt::format("{:.2g}", worst.maxAbs), fmt::format("{:.2g}", worst.maxRel)});
     results.push_back({name, costs.size(), bytes, flops, med, gbps, worst});
   }
@@ -104,7 +129,8 @@ int commandCompare(const CompareOptions& o) {
     return kExitOk;
   }
   std::cout << kernelsText;
-  std::cout << fmt::format("{}: {} threads, median of {} runs after a warm-up, inputs --random {}\n", o.program.file, pool.numThreads(),
+  std::cout << fmt::format("{}: {}, median of {} runs after a warm-up, inputs --random {}\n", o.program.file,
+                           cuda ? "on " + gpu->name() + " (CUDA events around the kernels)" : fmt::format("{} threads", pool.numThreads()),
                            o.repeat, o.seed);
   std::cout << renderTable(rows);
   std::cout << fmt::format("fused is {:.2f}x faster than unfused. Host bandwidth {:.1f} GB/s (1-thread copy, {}).\n",

@@ -44,6 +44,7 @@ std::string printStage(const CompileState& s, Stage stage) {
       return text;
     }
     case Stage::Loops: return s.loops ? printLoopProgram(*s.loops) : "";
+    case Stage::CUDA: return s.cuda ? s.cuda->source : "";
     case Stage::LLVM: {
       if (!s.llvmModule) return "";
       std::string text;
@@ -64,6 +65,7 @@ const char* stageExtension(Stage stage) {
     case Stage::Graph: return "graph.txt";
     case Stage::Loops: return "loops.txt";
     case Stage::LLVM: return "ll";
+    case Stage::CUDA: return "cu";
   }
   return "txt";
 }
@@ -72,6 +74,7 @@ void verify(const CompileState& s, const PassInfo& pass) {
   std::vector<std::string> problems;
   if ((pass.stage == Stage::Sema || pass.stage == Stage::Graph) && s.graph) problems = verifyGraph(*s.graph);
   if (pass.stage == Stage::Loops && s.loops) problems = loops::verifyLoopProgram(*s.loops);
+  if (pass.stage == Stage::CUDA && s.cuda && s.loops) problems = verifyCudaModule(*s.cuda, *s.loops);
   if (problems.empty()) return;
   std::string msg = fmt::format("internal error: the IR is invalid after pass '{}':", pass.name);
   for (const std::string& p : problems) msg += "\n  " + p;
@@ -106,6 +109,7 @@ bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, 
       case Stage::Graph: return s.graph.has_value();
       case Stage::Loops: return s.loops.has_value();
       case Stage::LLVM: return s.llvmModule != nullptr;
+      case Stage::CUDA: return s.cuda.has_value();
     }
     return false;
   };

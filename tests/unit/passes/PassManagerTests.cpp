@@ -42,6 +42,7 @@ const char* extensionOf(Stage stage) {
     case Stage::Graph: return "graph.txt";
     case Stage::Loops: return "loops.txt";
     case Stage::LLVM: return "ll";
+    case Stage::CUDA: return "cu";
   }
   return "?";
 }
