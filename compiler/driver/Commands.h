@@ -30,7 +30,8 @@ struct ProgramOptions {
 struct CompileOptions {
   ProgramOptions program;
   std::string target = "cpu";
-  std::string emit = "llvm";
+  std::string emit;    // empty: llvm for the cpu target, cuda for the cuda target
+  std::string arch;    // --arch sm_XX for --emit ptx; empty: the GPU's, or sm_90 without one
   std::string output;  // -o; empty or "-" is standard output
 };
 
@@ -57,6 +58,7 @@ struct CompareOptions {
   int repeat = 10;
   bool json = false;
   bool emitLoops = false;  // --emit: show each variant's kernels (loop IR) first
+  std::string target = "cpu";  // cpu or cuda (each variant runs on the GPU)
 };
 
 int commandCheck(const ProgramOptions& options);

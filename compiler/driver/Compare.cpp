@@ -12,6 +12,7 @@
 
 #include "compiler/analysis/Cost.h"
 #include "compiler/analysis/HostModel.h"
+#include "compiler/backend/cuda/CudaExecutable.h"
 #include "compiler/backend/llvm/CpuExecutable.h"
 #include "compiler/driver/Commands.h"
 #include "compiler/driver/Execution.h"
@@ -24,6 +25,7 @@ namespace texc {
 
 int commandCompare(const CompareOptions& o) {
   if (o.repeat < 1) throw CommandError{kExitUsage, "--repeat must be >= 1"};
+  bool cuda = o.target == "cuda";
   // The analysed program gives the inputs and the float64 reference.
   std::unique_ptr<Compilation> analysed = compileProgram(o.program.request(Stage::Sema));
   if (!analysed->ok) return kExitProgramError;
@@ -38,7 +40,16 @@ int commandCompare(const CompareOptions& o) {
   }
   std::vector<RefTensor> reference = evaluateReference(sema, refInputs);
 
-  ThreadPool pool(o.threads);
+  // --target cuda: every variant runs on GPU 0, timed by events around its kernels.
+  std::unique_ptr<CudaDevice> gpu;
+  if (cuda) {
+    try {
+      gpu = CudaDevice::open();
+    } catch (const std::runtime_error& e) {
+      throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
+    }
+  }
+  ThreadPool pool(cuda ? 1 : o.threads);
   HardwareModel host = hostHardwareModel();
   std::vector<std::vector<std::string>> rows = {{"variant", "kernels", "bytes (model)", "FLOPs", "median ms", "min ms", "GB/s",
                                                  "of host BW", "GFLOP/s", "temp memory", "RSS growth", "max abs err",
@@ -70,7 +81,9 @@ int commandCompare(const CompareOptions& o) {
     ProgramOptions opts = o.program;
     opts.fuse = fuse;
     opts.noPlan = o.program.noPlan || !variant.plan;
-    std::unique_ptr<Compilation> c = compileProgram(opts.request(Stage::LLVM));
+    CompileRequest request = opts.request(cuda ? Stage::CUDA : Stage::LLVM);
+    if (cuda) request.options.target = Target::Cuda;
+    std::unique_ptr<Compilation> c = compileProgram(request);
     if (!c->ok) return kExitProgramError;
     const Program& g = *c->state.graph;
     std::vector<KernelCost> costs = costOfKernels(g);
@@ -80,8 +93,15 @@ int commandCompare(const CompareOptions& o) {
       bytes += k.bytes();
       flops += k.flops;
     }
-    std::unique_ptr<CpuExecutable> exe =
-        CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule), *c->state.loops, opts.pipeline.optLevel);
+    std::unique_ptr<CpuExecutable> exe;
+    std::unique_ptr<CudaExecutable> gpuExe;
+    try {
+      if (cuda) gpuExe = CudaExecutable::load(*gpu, *c->state.cuda, *c->state.loops);
+    } catch (const std::runtime_error& e) {
+      throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
+    }
+    if (!cuda)
+      exe = CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule), *c->state.loops, opts.pipeline.optLevel);
     std::vector<Tensor> tensors(g.tensors.size());
     for (size_t k = 0; k < g.inputs.size(); ++k) {
       const Tensor& in = inputs[k];
@@ -91,22 +111,29 @@ int commandCompare(const CompareOptions& o) {
     // The resident set before this variant's memory, and while its last run still holds it.
     int64_t rssBefore = residentBytes();
     ProgramMemory memory(g, c->state.memoryPlan ? &*c->state.memoryPlan : nullptr, tensors);
-    exe->run(memory.prepareRun(), pool);  // warm-up
-    memory.finishRun();
     std::vector<double> samples;
     int64_t rssDuring = 0;
-    for (int r = 0; r < o.repeat; ++r) {
-      Stopwatch clock;
-      exe->run(memory.prepareRun(), pool);
-      if (r + 1 == o.repeat) {
+    if (cuda) {
+      gpuExe->run(memory.prepareRun());  // warm-up; brings the outputs back for the error columns
+      memory.finishRun();
+      for (int r = 0; r < o.repeat; ++r) samples.push_back(gpuExe->runKernelsTimed());
+      rssDuring = residentBytes();
+    } else {
+      exe->run(memory.prepareRun(), pool);  // warm-up
+      memory.finishRun();
+      for (int r = 0; r < o.repeat; ++r) {
+        Stopwatch clock;
+        exe->run(memory.prepareRun(), pool);
+        if (r + 1 != o.repeat) {
+          memory.finishRun();
+          samples.push_back(clock.milliseconds());
+          continue;
+        }
         double ms = clock.milliseconds();
         rssDuring = residentBytes();  // read outside the timed part
         clock.reset();
         memory.finishRun();
         samples.push_back(ms + clock.milliseconds());
-      } else {
-        memory.finishRun();
-        samples.push_back(clock.milliseconds());
       }
     }
     int64_t rssGrowth = rssBefore >= 0 && rssDuring >= 0 ? rssDuring - rssBefore : -1;
@@ -122,7 +149,7 @@ int commandCompare(const CompareOptions& o) {
     if (o.program.noPlan && variant.plan) name += " (--no-plan)";
     double gbps = bytes / (med * 1e6);
     rows.push_back({name, std::to_string(costs.size()), bytesText(bytes), countText(flops, "FLOP"), fmt::format("{:.3f}", med),
-                    fmt::format("{:.3f}", best), fmt::format("{:.2f}", gbps), fmt::format("{:.2f}", gbps / host.bandwidthGBs),
+                    fmt::format("{:.3f}", best), fmt::format("{:.2f}", gbps), cuda ? std::string("-") : fmt::format("{:.2f}", gbps / host.bandwidthGBs),
                     fmt::format("{:.2f}", flops / (med * 1e6)), bytesText(static_cast<double>(memory.intermediateBytes())),
                     rssGrowth < 0 ? std::string("?") : bytesText(static_cast<double>(rssGrowth)), fmt::format("{:.2g}", worst.maxAbs),
                     fmt::format("{:.2g}", worst.maxRel)});
@@ -143,7 +170,8 @@ int commandCompare(const CompareOptions& o) {
     return kExitOk;
   }
   std::cout << kernelsText;
-  std::cout << fmt::format("{}: {} threads, median of {} runs after a warm-up, inputs --random {}\n", o.program.file, pool.numThreads(),
+  std::cout << fmt::format("{}: {}, median of {} runs after a warm-up, inputs --random {}\n", o.program.file,
+                           cuda ? "on " + gpu->name() + " (CUDA events around the kernels)" : fmt::format("{} threads", pool.numThreads()),
                            o.repeat, o.seed);
   std::cout << renderTable(rows);
   auto msOf = [&](size_t variantIndex) { return results[variantIndex].ms; };

@@ -68,7 +68,7 @@ std::unique_ptr<Compilation> compileProgram(const CompileRequest& req) {
     if (!scratch.hasErrors())
       if (auto err = checkOverrides(module, overrides)) throw CommandError{kExitUsage, *err};
   }
-  c->ok = runPipeline(s, buildPipeline(req.until), req.instrumentation, &c->timings);
+  c->ok = runPipeline(s, buildPipeline(req.until, req.options.target), req.instrumentation, &c->timings);
   c->diags->print(std::cerr, stderrWantsColor());
   if (req.timePasses) printTimings(std::cerr, c->timings);
   // --dump-dir also gets the final LLVM module (the one the JIT or the emitters get) by a fixed name.

@@ -15,6 +15,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include "compiler/backend/cuda/CudaExecutable.h"
 #include "compiler/backend/llvm/CpuExecutable.h"
 #include "compiler/driver/Commands.h"
 #include "compiler/driver/Execution.h"
@@ -71,12 +72,23 @@ class CreatedDirectories {
 }  // namespace
 
 int commandRun(const RunOptions& o) {
-  if (o.target != "cpu")
-    throw CommandError{kExitUsage, fmt::format("--target {}: only the cpu target is available in this build", o.target)};
+  if (o.target != "cpu" && o.target != "cuda") throw CommandError{kExitUsage, fmt::format("--target {}: expected cpu or cuda", o.target)};
   if (o.threads < 0) throw CommandError{kExitUsage, "--threads must be >= 0"};
+  bool cuda = o.target == "cuda";
   Stopwatch compileClock;
-  std::unique_ptr<Compilation> c = compileProgram(o.program.request(Stage::LLVM));
+  CompileRequest request = o.program.request(cuda ? Stage::CUDA : Stage::LLVM);
+  if (cuda) request.options.target = Target::Cuda;
+  std::unique_ptr<Compilation> c = compileProgram(request);
   if (!c->ok) return kExitProgramError;
+  // The GPU is opened before any input is read, so that a machine without one fails at once.
+  std::unique_ptr<CudaDevice> gpu;
+  if (cuda) {
+    try {
+      gpu = CudaDevice::open();
+    } catch (const std::runtime_error& e) {
+      throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
+    }
+  }
   const Program& p = *c->state.graph;
 
   // Inputs: every one must be given, unless --random fills the rest.
@@ -114,31 +126,54 @@ int commandRun(const RunOptions& o) {
   }
 
   Stopwatch jitClock;
-  std::unique_ptr<CpuExecutable> exe = CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule),
-                                                           *c->state.loops, o.program.pipeline.optLevel);
+  std::unique_ptr<CpuExecutable> exe;
+  std::unique_ptr<CudaExecutable> gpuExe;
+  if (cuda) {
+    try {
+      gpuExe = CudaExecutable::load(*gpu, *c->state.cuda, *c->state.loops);
+    } catch (const std::runtime_error& e) {
+      throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
+    }
+  } else {
+    exe = CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule), *c->state.loops,
+                              o.program.pipeline.optLevel);
+  }
   double jitMs = jitClock.milliseconds();
   double compileMs = compileClock.milliseconds();
 
   // Run. The intermediates live in the planned arena (allocated once), or with --no-plan in
-  // buffers of their own, allocated afresh for every run.
+  // buffers of their own, allocated afresh for every run. The CUDA target keeps its own device
+  // arena and copies inputs in and outputs back through these host pointers.
   ProgramMemory memory(p, c->state.memoryPlan ? &*c->state.memoryPlan : nullptr, tensors);
-  ThreadPool pool(o.threads);
+  ThreadPool pool(cuda ? 1 : o.threads);
   Stopwatch runClock;
-  exe->run(memory.prepareRun(), pool);
-  memory.finishRun();
+  try {
+    if (cuda) gpuExe->run(memory.prepareRun());
+    else exe->run(memory.prepareRun(), pool);
+    memory.finishRun();
+  } catch (const CudaError& e) {
+    throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
+  }
   double runMs = runClock.milliseconds();
+  size_t numKernels = cuda ? gpuExe->numKernels() : exe->numKernels();
   if (o.repeat > 0) {
     // Kernel time (plus, unplanned, the allocation of the intermediates): the first run above
-    // was the warm-up (page faults, caches).
+    // was the warm-up (page faults, caches). On the GPU, the kernels' time between two events,
+    // the data staying on the device.
     std::vector<double> samples;
     for (int r = 0; r < o.repeat; ++r) {
+      if (cuda) {
+        samples.push_back(gpuExe->runKernelsTimed());
+        continue;
+      }
       Stopwatch clock;
       exe->run(memory.prepareRun(), pool);
       memory.finishRun();
       samples.push_back(clock.milliseconds());
     }
-    std::cerr << fmt::format("time: median {:.4f} ms, min {:.4f} ms over {} runs ({} kernels, {} threads)\n", median(samples),
-                             *std::min_element(samples.begin(), samples.end()), o.repeat, exe->numKernels(), pool.numThreads());
+    std::cerr << fmt::format("time: median {:.4f} ms, min {:.4f} ms over {} runs ({} kernels, {})\n", median(samples),
+                             *std::min_element(samples.begin(), samples.end()), o.repeat, numKernels,
+                             cuda ? "on " + gpu->name() : fmt::format("{} threads", pool.numThreads()));
   }
 
   // --check runs the reference before any output is written: if it fails (out of memory), the
@@ -172,9 +207,11 @@ int commandRun(const RunOptions& o) {
   createdDirs.keep();
 
   if (o.program.timePasses) {
-    std::cerr << fmt::format("  {:<18} {:9.3f} ms\n", "jit", jitMs);
+    std::cerr << fmt::format("  {:<18} {:9.3f} ms{}\n", cuda ? "nvrtc + load" : "jit", jitMs,
+                             cuda ? fmt::format("  (NVRTC {:.3f} ms, 0 when cached)", gpuExe->nvrtcMs()) : "");
     std::cerr << fmt::format("  {:<18} {:9.3f} ms  (parse to JIT-ready)\n", "compile total", compileMs);
-    std::cerr << fmt::format("  {:<18} {:9.3f} ms  ({} kernels, {} threads)\n", "run", runMs, exe->numKernels(), pool.numThreads());
+    std::cerr << fmt::format("  {:<18} {:9.3f} ms  ({} kernels, {})\n", "run", runMs, numKernels,
+                             cuda ? "on " + gpu->name() : fmt::format("{} threads", pool.numThreads()));
   }
   std::cout << checkReport;
   return kExitOk;

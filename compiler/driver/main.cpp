@@ -47,10 +47,13 @@ int main(int argc, char** argv) {
   addProgramOptions(compile, compileOpts.program, true);
   compile->add_option("--emit", compileOpts.emit,
                       "ast (parsed program as source), sema (analysed program), ir (dataflow graph), "
-                      "dot (dataflow graph for Graphviz), loops (loop IR), plan (memory plan), llvm (.ll), asm, obj")
-      ->check(CLI::IsMember({"ast", "sema", "ir", "dot", "loops", "plan", "llvm", "asm", "obj"}))
+                      "dot (dataflow graph for Graphviz), loops (loop IR), plan (memory plan), llvm (.ll), asm, obj (cpu target); "
+                      "cuda (.cu source), ptx (cuda target); default llvm, or cuda with --target cuda")
+      ->check(CLI::IsMember({"ast", "sema", "ir", "dot", "loops", "plan", "llvm", "asm", "obj", "cuda", "ptx"}));
+  compile->add_option("--target", compileOpts.target, "cpu or cuda (--emit cuda|ptx select cuda)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  compile->add_option("--target", compileOpts.target, "cpu")->capture_default_str();
+  compile->add_option("--arch", compileOpts.arch, "GPU architecture for --emit ptx (default: the GPU's, or sm_90)")->type_name("sm_XX");
   compile->add_option("-o", compileOpts.output, "output path (default: standard output)");
 
   RunOptions runOpts;
@@ -59,7 +62,9 @@ int main(int argc, char** argv) {
   run->add_option("--input", runOpts.inputs, "bind an input to a .npy file: NAME=PATH.npy")->type_name("NAME=PATH");
   run->add_option("--random", runOpts.randomSeed, "fill inputs not given with reproducible values in [-1, 1)")->type_name("SEED");
   run->add_option("--output-dir", runOpts.outputDir, "where outputs go (created if missing)")->capture_default_str();
-  run->add_option("--target", runOpts.target, "cpu")->capture_default_str();
+  run->add_option("--target", runOpts.target, "cpu or cuda (a GPU and its driver are needed)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   run->add_option("--threads", runOpts.threads, "threads to run on (default: one per core)");
   run->add_option("--repeat", runOpts.repeat, "after the run, time N more runs and print the median and min kernel time")
       ->check(CLI::NonNegativeNumber);
@@ -80,6 +85,9 @@ int main(int argc, char** argv) {
   compare->add_option("--repeat", compareOpts.repeat, "timed runs per variant, after one warm-up")->capture_default_str();
   compare->add_flag("--json", compareOpts.json, "print the variants as JSON");
   compare->add_flag("--emit", compareOpts.emitLoops, "show the generated kernels (loop IR) of each variant first");
+  compare->add_option("--target", compareOpts.target, "cpu or cuda (a GPU and its driver are needed)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
 
   CLI::App* passes = app.add_subcommand("passes", "list the pass pipeline in order");
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/backend/cuda/CodeGenCUDA.h"
 #include "compiler/graph/Graph.h"
 #include "compiler/loops/LoopIR.h"
 #include "compiler/loops/MemoryPlan.h"
@@ -27,11 +28,15 @@ namespace texc {
 
 enum class FuseMode : uint8_t { None, Elementwise, All };
 
+// Which backend the pipeline ends in: LLVM for the host CPU, or CUDA C (docs/cuda.md).
+enum class Target : uint8_t { Cpu, Cuda };
+
 // Switches shared by run, compile and compare.
 struct PipelineOptions {
   int optLevel = 3;  // -O0..-O3
   FuseMode fuse = FuseMode::All;
   bool planMemory = true;  // false: --no-plan, one buffer per intermediate
+  Target target = Target::Cpu;
 };
 
 // One fusion decision: a producer, the nodes that read it, and why it was or was not fused.
@@ -59,10 +64,11 @@ struct CompileState {
   std::optional<loops::MemoryPlan> memoryPlan;  // after plan-memory (none with --no-plan)
   std::unique_ptr<llvm::LLVMContext> llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;  // after codegen-llvm
+  std::optional<CudaModule> cuda;            // after codegen-cuda
 };
 
 // Plan: the memory plan of the loop program's intermediates (it changes no IR, it places it).
-enum class Stage : uint8_t { Ast, Sema, Graph, Loops, Plan, LLVM };
+enum class Stage : uint8_t { Ast, Sema, Graph, Loops, Plan, LLVM, CUDA };
 
 struct PassInfo {
   const char* name;

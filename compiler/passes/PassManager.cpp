@@ -47,6 +47,7 @@ std::string printStage(const CompileState& s, Stage stage) {
     case Stage::Plan:
       if (s.memoryPlan && s.loops) return printMemoryPlan(*s.loops, *s.memoryPlan);
       return "(no memory plan: --no-plan, one buffer per intermediate)\n";
+    case Stage::CUDA: return s.cuda ? s.cuda->source : "";
     case Stage::LLVM: {
       if (!s.llvmModule) return "";
       std::string text;
@@ -68,6 +69,7 @@ const char* stageExtension(Stage stage) {
     case Stage::Loops: return "loops.txt";
     case Stage::Plan: return "plan.txt";
     case Stage::LLVM: return "ll";
+    case Stage::CUDA: return "cu";
   }
   return "txt";
 }
@@ -77,6 +79,7 @@ void verify(const CompileState& s, const PassInfo& pass) {
   if ((pass.stage == Stage::Sema || pass.stage == Stage::Graph) && s.graph) problems = verifyGraph(*s.graph);
   if (pass.stage == Stage::Loops && s.loops) problems = loops::verifyLoopProgram(*s.loops);
   if (pass.stage == Stage::Plan && s.loops && s.memoryPlan) problems = loops::verifyMemoryPlan(*s.loops, *s.memoryPlan);
+  if (pass.stage == Stage::CUDA && s.cuda && s.loops) problems = verifyCudaModule(*s.cuda, *s.loops);
   if (problems.empty()) return;
   std::string msg = fmt::format("internal error: the IR is invalid after pass '{}':", pass.name);
   for (const std::string& p : problems) msg += "\n  " + p;
@@ -112,6 +115,7 @@ bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, 
       case Stage::Loops: return s.loops.has_value();
       case Stage::Plan: return s.memoryPlan.has_value();
       case Stage::LLVM: return s.llvmModule != nullptr;
+      case Stage::CUDA: return s.cuda.has_value();
     }
     return false;
   };

@@ -20,15 +20,18 @@ const char* const kPipeline[] = {
     "plan-memory",      // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
     "codegen-llvm",     // loop IR -> LLVM IR
     "optimize-llvm",    // LLVM's own pipeline for the host
+    "codegen-cuda",     // --target cuda: loop IR -> CUDA C, instead of the two LLVM passes
 };
 
 }  // namespace
 
-std::vector<const PassInfo*> buildPipeline(Stage until) {
+std::vector<const PassInfo*> buildPipeline(Stage until, Target target) {
   std::vector<const PassInfo*> out;
   for (const char* name : kPipeline) {
     const PassInfo* p = findPass(name);
-    if (p->stage > until) break;
+    // Each target keeps its own backend's passes.
+    if (p->stage == (target == Target::Cuda ? Stage::LLVM : Stage::CUDA)) continue;
+    if (p->stage > until && !(target == Target::Cuda && p->stage == Stage::CUDA && until >= Stage::LLVM)) break;
     out.push_back(p);
   }
   return out;

@@ -7,7 +7,8 @@
 
 namespace texc {
 
-// How far to run: the pipeline stops after the last pass of this stage.
-std::vector<const PassInfo*> buildPipeline(Stage until);
+// How far to run: the pipeline stops after the last pass of this stage. The CPU target ends in
+// the LLVM passes, the CUDA target in codegen-cuda (Stage::LLVM or later runs it).
+std::vector<const PassInfo*> buildPipeline(Stage until, Target target = Target::Cpu);
 
 }  // namespace texc

@@ -43,6 +43,7 @@ const char* extensionOf(Stage stage) {
     case Stage::Loops: return "loops.txt";
     case Stage::Plan: return "plan.txt";
     case Stage::LLVM: return "ll";
+    case Stage::CUDA: return "cu";
   }
   return "?";
 }

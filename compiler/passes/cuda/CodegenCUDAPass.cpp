@@ -1,0 +1,13 @@
+// codegen-cuda: loop IR -> CUDA C (CodeGenCUDA.h), for --target cuda. NVRTC compiles it later,
+// when the driver needs PTX (compile --emit ptx, run, compare).
+#include "compiler/backend/cuda/CodeGenCUDA.h"
+#include "compiler/passes/Pass.h"
+
+namespace texc {
+
+bool runCodegenCUDA(CompileState& s) {
+  s.cuda = generateCUDA(*s.loops);
+  return true;
+}
+
+}  // namespace texc

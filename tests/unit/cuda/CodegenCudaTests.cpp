@@ -1,0 +1,211 @@
+// CodeGenCUDA: which mapping each kind of kernel gets, the dump's mapping comments, guards,
+// low-precision storage, and that every suite program generates (no GPU or NVRTC needed).
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "CudaTestSupport.h"
+#include "compiler/backend/cuda/CodeGenCUDA.h"
+#include "compiler/passes/Pipeline.h"
+
+namespace texc::cudatest {
+namespace {
+
+CudaModule generate(const std::string& example, const std::vector<std::string>& defines = {}, FuseMode fuse = FuseMode::All) {
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / example, defines);
+  std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA, Target::Cuda, fuse);
+  REQUIRE(c->ok);
+  REQUIRE(c->state.cuda);
+  return *c->state.cuda;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST_CASE("codegen-cuda: fused gelu is one grid-stride kernel with float4 loads and its mapping printed", "[cuda][codegen]") {
+  CudaModule m = generate("gelu.tex");
+  REQUIRE(m.kernels.size() == 1);
+  const CudaKernel& k = m.kernels[0];
+  CHECK(k.strategy == CudaStrategy::GridStride);
+  CHECK(k.threads == 256);
+  CHECK(k.blocks == 8192);  // capped; the grid-stride loop covers the rest
+  CHECK(has(m.source, "extern \"C\" __global__ void __launch_bounds__(256) texc_k0_"));
+  CHECK(has(m.source, "q = blockIdx.x*256+threadIdx.x, grid-stride"));
+  CHECK(has(m.source, "q += (int)gridDim.x * 256"));
+  // x and r have the output's shape: float4; b is broadcast: read per element.
+  CHECK(has(m.source, "const float4 x_p4 = reinterpret_cast<const float4*>(x_p)[q];"));
+  CHECK(has(m.source, "const float4 r_p4 = reinterpret_cast<const float4*>(r_p)[q];"));
+  CHECK_FALSE(has(m.source, "b_p4"));
+  CHECK(has(m.source, "reinterpret_cast<float4*>(out_p)[q] = make_float4("));
+  CHECK(has(m.source, "tanhf("));
+  // Inputs are const, the output is not; every buffer is __restrict__.
+  CHECK(has(m.source, "const float* __restrict__ x_p"));
+}
+
+TEST_CASE("codegen-cuda: an elementwise kernel over a size not a multiple of 4 stays scalar", "[cuda][codegen]") {
+  CudaModule m = generate("gelu.tex", {"N=3", "D=7"});
+  REQUIRE(m.kernels.size() == 1);
+  CHECK_FALSE(has(m.source, "float4"));
+  CHECK(has(m.source, "t = blockIdx.x*256+threadIdx.x, grid-stride"));
+  CHECK(has(m.source, "t += (int)gridDim.x * 256"));
+}
+
+TEST_CASE("codegen-cuda: a one-dimensional output maps i to blockIdx.x*256+threadIdx.x", "[cuda][codegen]") {
+  CudaModule m = generate("fusion_add_mul.tex", {"N=257"});
+  REQUIRE(!m.kernels.empty());
+  bool found = false;
+  for (const CudaKernel& k : m.kernels)
+    for (const std::string& line : k.mapping) found = found || has(line, "→ blockIdx.x*256+threadIdx.x");
+  CHECK(found);
+}
+
+TEST_CASE("codegen-cuda: softmax's row reductions are block reductions with warp shuffles", "[cuda][codegen]") {
+  // --fuse=elementwise keeps the max and the sum as kernels of their own.
+  CudaModule m = generate("softmax.tex", {}, FuseMode::Elementwise);
+  REQUIRE(m.kernels.size() == 3);
+  CHECK(m.kernels[0].strategy == CudaStrategy::BlockReduce);  // max
+  CHECK(m.kernels[1].strategy == CudaStrategy::BlockReduce);  // sum of exp
+  CHECK(m.kernels[2].strategy == CudaStrategy::GridStride);   // normalise
+  CHECK(m.kernels[0].blocks == 4096);
+  CHECK(has(m.source, "__shfl_xor_sync(0xffffffffu, acc0, o)"));
+  CHECK(has(m.source, "__shared__ float partial[8];"));
+  CHECK(has(m.source, "texc_max(acc0, "));
+  CHECK(has(m.source, "__syncthreads();"));
+}
+
+TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with register blocks", "[cuda][codegen]") {
+  CudaModule m = generate("matmul.tex");
+  REQUIRE(m.kernels.size() == 1);
+  const CudaKernel& k = m.kernels[0];
+  CHECK(k.strategy == CudaStrategy::TiledContraction);
+  CHECK(k.threads == 256);
+  CHECK(k.blocks == (512 / 128) * (384 / 128));
+  CHECK(has(m.source, "__shared__ float tileA0[2][128][17];"));  // double-buffered
+  CHECK(has(m.source, "__shared__ float tileB0[2][16][128];"));
+  CHECK(has(m.source, "tileA0[cur ^ 1][e / 16][e % 16] = nextA0[s];"));
+  CHECK(has(m.source, "regs[8][8]"));
+  // K = 256 is a multiple of the k-step: no tail check.
+  CHECK_FALSE(has(m.source, "if (k0 + kk >= 256) break;"));
+  CudaModule odd = generate("matmul.tex", {"M=70", "K=37", "N=66"});
+  REQUIRE(odd.kernels[0].strategy == CudaStrategy::TiledContraction);
+  CHECK(has(odd.source, "if (k0 + kk >= 37) break;"));
+  CHECK(has(odd.source, "regs[4][4]"));  // outputs under 128x128: 64x64 tiles
+  CHECK(odd.kernels[0].blocks == 4);
+}
+
+TEST_CASE("codegen-cuda: matmul + bias + GELU: one tiled kernel with the epilogue on the register block", "[cuda][codegen]") {
+  CudaModule m = generate("matmul_bias_gelu.tex");
+  REQUIRE(m.kernels.size() == 1);
+  CHECK(m.kernels[0].strategy == CudaStrategy::TiledContraction);
+  // The matmul is read twice by gelu; lowering gives both reads one accumulator.
+  CHECK(has(m.source, "acc0 = regs[r][c];"));
+  CHECK_FALSE(has(m.source, "acc1 = regs[r][c];"));
+  CHECK(has(m.source, "erff("));
+}
+
+TEST_CASE("codegen-cuda: small matmuls: few outputs use block reductions, short sums one thread each", "[cuda][codegen]") {
+  CudaModule few = generate("matmul.tex", {"M=7", "K=33", "N=5"});
+  REQUIRE(few.kernels.size() == 1);
+  CHECK(few.kernels[0].strategy == CudaStrategy::BlockReduce);
+  CudaModule shortSum = generate("matmul.tex", {"M=7", "K=8", "N=5"});
+  REQUIRE(shortSum.kernels.size() == 1);
+  CHECK(shortSum.kernels[0].strategy == CudaStrategy::GridStride);
+  CHECK(has(shortSum.source, "for (int k_ = 0; k_ < 8; ++k_) {"));
+}
+
+TEST_CASE("codegen-cuda: conv+pool keeps the skip guards", "[cuda][codegen]") {
+  CudaModule m = generate("conv_pool.tex");
+  CHECK(has(m.source, "// otherwise the term is skipped"));
+  CHECK(has(m.source, ">= 0 && "));
+}
+
+TEST_CASE("codegen-cuda: options are honoured and checked", "[cuda][codegen]") {
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "softmax.tex", {"R=5", "D=300"});
+  std::unique_ptr<Compilation> c = compileTo(p, Stage::Loops);
+  REQUIRE(c->ok);
+  CudaCodeGenOptions o;
+  o.symbolPrefix = "mine_";
+  o.threadsPerBlock = 64;
+  o.blockReductions = false;
+  CudaModule m = generateCUDA(*c->state.loops, o);
+  for (const CudaKernel& k : m.kernels) {
+    CHECK(k.symbol.rfind("mine_", 0) == 0);
+    CHECK(k.threads == 64);
+    CHECK(k.strategy == CudaStrategy::GridStride);
+  }
+  o.threadsPerBlock = 48;
+  CHECK_THROWS_AS(generateCUDA(*c->state.loops, o), std::invalid_argument);
+}
+
+TEST_CASE("codegen-cuda: f16 and bf16 are stored as 16-bit integers with rounding helpers", "[cuda][codegen]") {
+  for (const char* name : {"lowp_f16.tex", "lowp_bf16.tex"}) {
+    TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "tests" / "e2e" / name, {});
+    std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA);
+    REQUIRE(c->ok);
+    const std::string& s = c->state.cuda->source;
+    CHECK(has(s, "unsigned short* __restrict__"));
+    CHECK((has(s, "texc_f16_store(") || has(s, "texc_bf16_store(")));
+  }
+}
+
+TEST_CASE("codegen-cuda: every suite program generates, one kernel per loop kernel, names unique", "[cuda][codegen]") {
+  int programs = 0;
+  for (const TestProgram& p : suitePrograms()) {
+    INFO(p.label);
+    std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA);
+    REQUIRE(c->ok);
+    const CudaModule& m = *c->state.cuda;
+    REQUIRE(m.kernels.size() == c->state.loops->kernels.size());
+    std::set<std::string> names;
+    for (const CudaKernel& k : m.kernels) {
+      CHECK(names.insert(k.symbol).second);
+      CHECK(has(m.source, "void __launch_bounds__(" + std::to_string(k.threads) + ") " + k.symbol + "("));
+      CHECK(k.paramTypes.size() == c->state.loops->buffers.size());
+      CHECK(!k.mapping.empty());
+      CHECK(k.blocks >= 1);
+    }
+    CHECK(verifyCudaModule(m, *c->state.loops).empty());
+    ++programs;
+  }
+  CHECK(programs >= 60);
+}
+
+TEST_CASE("codegen-cuda: the verifier reports a module the launcher could not use", "[cuda][codegen]") {
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "softmax.tex", {"R=5", "D=300"});
+  std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA, Target::Cuda, FuseMode::Elementwise);  // three kernels
+  REQUIRE(c->ok);
+  CudaModule m = *c->state.cuda;
+  REQUIRE(verifyCudaModule(m, *c->state.loops).empty());
+  m.kernels[0].threads = 48;
+  m.kernels[1].symbol = m.kernels[2].symbol;
+  m.kernels[2].blocks = 0;
+  m.kernels[0].paramTypes.pop_back();
+  std::vector<std::string> problems = verifyCudaModule(m, *c->state.loops);
+  std::string all;
+  for (const std::string& s : problems) all += s + "\n";
+  INFO(all);
+  CHECK(has(all, "48 threads"));
+  CHECK(has(all, "defined twice"));
+  CHECK(has(all, "0 blocks"));
+  CHECK(has(all, "parameters for"));
+  m.kernels.pop_back();
+  CHECK(has(verifyCudaModule(m, *c->state.loops).front(), "2 CUDA kernels for 3 loop kernels"));
+  m.source = "";
+  CHECK(!verifyCudaModule(m, *c->state.loops).empty());
+}
+
+TEST_CASE("codegen-cuda: the cuda target replaces the LLVM passes in the pipeline", "[cuda][codegen]") {
+  std::string cuda, cpu;
+  for (const PassInfo* p : buildPipeline(Stage::CUDA, Target::Cuda)) cuda += std::string(p->name) + " ";
+  for (const PassInfo* p : buildPipeline(Stage::LLVM, Target::Cpu)) cpu += std::string(p->name) + " ";
+  CHECK(has(cuda, "lower-to-loops fuse-row-passes plan-memory codegen-cuda "));
+  CHECK_FALSE(has(cuda, "codegen-llvm"));
+  CHECK(has(cpu, "codegen-llvm optimize-llvm "));
+  CHECK_FALSE(has(cpu, "codegen-cuda"));
+  // Up to the loop IR, both targets run the same passes.
+  std::string a, b;
+  for (const PassInfo* p : buildPipeline(Stage::Loops, Target::Cuda)) a += p->name;
+  for (const PassInfo* p : buildPipeline(Stage::Loops, Target::Cpu)) b += p->name;
+  CHECK(a == b);
+}
+
+}  // namespace
+}  // namespace texc::cudatest

@@ -1,0 +1,158 @@
+// CudaEmulation.h: just enough of CUDA for texc's generated kernels to compile as C++ with the
+// host compiler and run on the CPU (docs/cuda.md, "Testing without a GPU").
+//
+// A launch runs the blocks one after another. The threads of a block are fibers (ucontext) on
+// the calling thread, one per CUDA thread, each with its own stack: `__syncthreads()` switches
+// back to the scheduler, which runs every other live fiber of the block up to the same barrier
+// before resuming any of them, so the barrier is real. `__shared__` variables (function statics
+// here) are shared by the block's threads. A thread that returns takes no further part, as an
+// exited CUDA thread no longer takes part in bar.sync. Warp shuffles exchange values through a
+// per-block table around one barrier, so every thread of the block must call them together
+// (texc's kernels do: their shuffles sit in block-uniform code). Fibers rather than OS threads:
+// the same semantics at a fraction of the cost of waking 64-256 threads at every barrier.
+#pragma once
+
+#include <math.h>
+#include <ucontext.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __shared__ static
+
+struct float4 {
+  float x, y, z, w;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+
+struct texc_emu_dim3 {
+  unsigned x = 0, y = 1, z = 1;
+};
+
+namespace texc_emu {
+inline texc_emu_dim3 threadIdx_;
+inline texc_emu_dim3 blockIdx_;
+inline texc_emu_dim3 blockDim_;
+inline texc_emu_dim3 gridDim_;
+
+constexpr unsigned kMaxThreads = 1024;
+constexpr size_t kStackBytes = 256 * 1024;
+
+struct Fiber {
+  ucontext_t context;
+  std::vector<char> stack;
+  bool done = false;
+  unsigned parity = 0;  // which exchange table this thread's next shuffle uses
+};
+
+inline ucontext_t scheduler_;
+inline std::vector<Fiber> fibers_;
+inline bool inBlock_ = false;
+inline void (*kernel_)(void* const*) = nullptr;
+inline void* const* args_ = nullptr;
+inline uint64_t slots_[2][kMaxThreads];
+
+inline void fiberMain() {
+  kernel_(args_);
+  fibers_[threadIdx_.x].done = true;
+  // Returning ends the fiber; uc_link resumes the scheduler.
+}
+
+inline void barrier() {
+  if (!inBlock_) {
+    std::fprintf(stderr, "CudaEmulation: __syncthreads or a shuffle in a kernel launched as not cooperative\n");
+    std::abort();
+  }
+  swapcontext(&fibers_[threadIdx_.x].context, &scheduler_);
+}
+
+// One barrier between the writes and the reads; the two tables alternate, so a fast thread's next
+// write cannot meet a slow thread's read (both sides of the next barrier separate them).
+template <typename T>
+T exchange(T v, unsigned src) {
+  static_assert(sizeof(T) <= sizeof(uint64_t));
+  unsigned me = threadIdx_.x;
+  unsigned p = fibers_[me].parity;
+  fibers_[me].parity ^= 1u;
+  std::memcpy(&slots_[p][me], &v, sizeof(T));
+  barrier();
+  T r;
+  std::memcpy(&r, &slots_[p][src < blockDim_.x ? src : me], sizeof(T));
+  return r;
+}
+}  // namespace texc_emu
+
+#define threadIdx texc_emu::threadIdx_
+#define blockIdx texc_emu::blockIdx_
+#define blockDim texc_emu::blockDim_
+#define gridDim texc_emu::gridDim_
+
+inline void __syncthreads() { texc_emu::barrier(); }
+
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int laneMask) {
+  unsigned me = threadIdx.x;
+  return texc_emu::exchange(v, (me & ~31u) | ((me & 31u) ^ static_cast<unsigned>(laneMask)));
+}
+
+template <typename T>
+T __shfl_down_sync(unsigned, T v, int delta) {
+  unsigned me = threadIdx.x;
+  return texc_emu::exchange(v, (me & 31u) + static_cast<unsigned>(delta) < 32 ? me + delta : me);
+}
+
+// Runs `kernel(args)` over `blocks` blocks of `threads` threads. A kernel whose threads never
+// meet (no __syncthreads, no shuffles: `cooperative` false) runs its threads one after another
+// without fibers.
+extern "C" void texc_emu_launch(void (*kernel)(void* const*), void* const* args, unsigned blocks, unsigned threads, bool cooperative) {
+  using namespace texc_emu;
+  if (threads == 0 || threads > kMaxThreads) std::abort();
+  gridDim_.x = blocks;
+  blockDim_.x = threads;
+  if (!cooperative) {
+    for (unsigned b = 0; b < blocks; ++b)
+      for (unsigned t = 0; t < threads; ++t) {
+        blockIdx_.x = b;
+        threadIdx_.x = t;
+        kernel(args);
+      }
+    return;
+  }
+  kernel_ = kernel;
+  args_ = args;
+  if (fibers_.size() < threads) fibers_.resize(threads);
+  inBlock_ = true;
+  for (unsigned b = 0; b < blocks; ++b) {
+    blockIdx_.x = b;
+    for (unsigned t = 0; t < threads; ++t) {
+      Fiber& f = fibers_[t];
+      if (f.stack.empty()) f.stack.resize(kStackBytes);
+      getcontext(&f.context);
+      f.context.uc_stack.ss_sp = f.stack.data();
+      f.context.uc_stack.ss_size = f.stack.size();
+      f.context.uc_link = &scheduler_;
+      makecontext(&f.context, fiberMain, 0);
+      f.done = false;
+      f.parity = 0;
+    }
+    // One round per barrier phase: every live thread runs to its next barrier (or its end).
+    for (bool live = true; live;) {
+      live = false;
+      for (unsigned t = 0; t < threads; ++t) {
+        if (fibers_[t].done) continue;
+        threadIdx_.x = t;
+        swapcontext(&scheduler_, &fibers_[t].context);
+        live = live || !fibers_[t].done;
+      }
+    }
+  }
+  inBlock_ = false;
+}

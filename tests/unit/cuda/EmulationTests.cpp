@@ -1,0 +1,185 @@
+// The generated CUDA C, run on the CPU: every suite program (and a few at sizes that select the
+// tiled and block-reduction kernels) is generated with small launch shapes, compiled as C++
+// together with CudaEmulation.h into one shared object, run kernel by kernel over its grid with
+// one host thread per CUDA thread, and compared with the float64 reference under the tolerance
+// rule of the end-to-end tests (docs/testing.md). Needs a C++ compiler at run time ($CXX or c++);
+// without one the test says so and skips.
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include "../e2e/ErrorBound.h"
+#include "CudaTestSupport.h"
+#include "compiler/backend/cuda/CodeGenCUDA.h"
+#include "compiler/driver/Execution.h"
+#include "compiler/reference/Reference.h"
+
+namespace texc::cudatest {
+namespace {
+
+// The e2e suite's tolerance (tests/unit/e2e/E2EHarness.cpp, toleranceFor): atol + rtol*|ref| +
+// 3 * the per-element error bound.
+struct Tolerance {
+  double rtol, atol;
+};
+Tolerance toleranceFor(DType t) {
+  switch (t) {
+    case DType::F64: return {0x1p-52, 1e-300};
+    case DType::F32: return {0x1p-23, 1e-30};
+    case DType::F16: return {0x1p-10, 0x1p-24};
+    case DType::BF16: return {0x1p-7, 1e-30};
+  }
+  return {0, 0};
+}
+
+struct Case {
+  TestProgram program;
+  FuseMode fuse = FuseMode::All;
+  std::unique_ptr<Compilation> compiled;
+  CudaModule module;
+  std::string prefix;
+};
+
+// Programs at sizes where the tiled contraction and the block reductions are chosen.
+std::vector<TestProgram> extraPrograms() {
+  fs::path ex = fs::path(TEXC_SOURCE_DIR) / "examples";
+  fs::path e2e = fs::path(TEXC_SOURCE_DIR) / "tests" / "e2e";
+  return {
+      makeProgram(ex / "matmul.tex", {"M=70", "K=37", "N=66"}),
+      makeProgram(ex / "matmul.tex", {"M=64", "K=32", "N=128"}),
+      makeProgram(ex / "matmul.tex", {"M=130", "K=20", "N=129"}),  // 128x128 tiles, 8x8 per thread
+      makeProgram(ex / "matmul_bias_gelu.tex", {"M=33", "K=48", "N=17"}),
+      makeProgram(e2e / "bmm.tex", {"B=2", "M=20", "K=17", "N=18"}),
+      makeProgram(ex / "softmax.tex", {"R=3", "D=300"}),
+      makeProgram(ex / "layernorm.tex", {"R=3", "D=300"}),
+      makeProgram(ex / "conv_pool.tex", {"N=1", "C=4", "K=3", "H=10", "W=8"}),
+  };
+}
+
+std::string compilerCommand() {
+  const char* cxx = std::getenv("CXX");
+  return cxx && *cxx ? cxx : "c++";
+}
+
+TEST_CASE("cuda emulation: the generated CUDA C of every program matches the float64 reference", "[cuda][emulation]") {
+  if (std::system((compilerCommand() + " --version > /dev/null 2>&1").c_str()) != 0) {
+    WARN("skipped: no C++ compiler ('" << compilerCommand() << "') to build the emulated kernels with");
+    return;
+  }
+  std::vector<Case> cases;
+  for (TestProgram& p : suitePrograms()) cases.push_back({p, FuseMode::All, nullptr, {}, ""});
+  for (TestProgram& p : extraPrograms()) cases.push_back({p, FuseMode::All, nullptr, {}, ""});
+  // Unfused, softmax and conv+pool become several kernels of every kind.
+  for (const char* name : {"softmax.tex", "conv_pool.tex", "attention.tex"})
+    for (const TestProgram& p : suitePrograms())
+      if (p.path.filename() == name) cases.push_back({p, FuseMode::None, nullptr, {}, ""});
+
+  // Small blocks and a small grid cap: the grid-stride loops run several rounds and the block
+  // reductions combine several warps.
+  CudaCodeGenOptions opts;
+  opts.threadsPerBlock = 64;
+  opts.maxBlocks = 3;
+  fs::path dir = fs::temp_directory_path() / fmt::format("texc-cuda-emulation-{}", ::getpid());
+  fs::create_directories(dir);
+  std::string source = "#include \"CudaEmulation.h\"\n";
+  std::map<CudaStrategy, int> strategies;
+  int float4Programs = 0;
+  for (size_t n = 0; n < cases.size(); ++n) {
+    Case& c = cases[n];
+    c.compiled = compileTo(c.program, Stage::Loops, Target::Cuda, c.fuse);
+    INFO(c.program.label);
+    REQUIRE(c.compiled->ok);
+    c.prefix = fmt::format("p{}_", n);
+    opts.symbolPrefix = c.prefix;
+    c.module = generateCUDA(*c.compiled->state.loops, opts);
+    source += fmt::format("// ----- {}\n{}", c.program.label, c.module.source);
+    if (c.module.source.find("make_float4(") != std::string::npos) ++float4Programs;
+    // The launcher's view of each kernel: the buffer table unpacked into typed parameters.
+    for (const CudaKernel& k : c.module.kernels) {
+      strategies[k.strategy]++;
+      std::string args;
+      for (size_t b = 0; b < k.paramTypes.size(); ++b) args += fmt::format("{}({})b[{}]", b ? ", " : "", k.paramTypes[b], b);
+      source += fmt::format("extern \"C\" void {}_entry(void* const* b) {{ {}({}); }}\n\n", k.symbol, k.symbol, args);
+    }
+  }
+  // Every strategy is exercised.
+  CHECK(strategies[CudaStrategy::GridStride] > 0);
+  CHECK(strategies[CudaStrategy::BlockReduce] > 0);
+  CHECK(strategies[CudaStrategy::TiledContraction] > 0);
+  CHECK(float4Programs > 0);  // the vectorised elementwise kernels
+  WARN(fmt::format("{} programs: {} grid-stride kernels (float4 ones in {} programs), {} block-reduce, {} tiled", cases.size(),
+                   strategies[CudaStrategy::GridStride], float4Programs, strategies[CudaStrategy::BlockReduce],
+                   strategies[CudaStrategy::TiledContraction]));
+
+  fs::path src = dir / "kernels.cpp";
+  fs::path lib = dir / "kernels.so";
+  std::ofstream(src) << source;
+  fs::path headerDir = fs::path(TEXC_SOURCE_DIR) / "tests" / "unit" / "cuda";
+  std::string cmd = fmt::format("{} -std=c++20 -O1 -w -fPIC -shared -pthread -I'{}' '{}' -o '{}' > '{}' 2>&1", compilerCommand(),
+                                headerDir.string(), src.string(), lib.string(), (dir / "cc.log").string());
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) {
+    std::ifstream log(dir / "cc.log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    FAIL("the generated CUDA C did not compile as C++ (" << src.string() << "):\n" << text.substr(0, 6000));
+  }
+  void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(handle != nullptr);
+  using Launch = void (*)(void (*)(void* const*), void* const*, unsigned, unsigned, bool);
+  auto launch = reinterpret_cast<Launch>(dlsym(handle, "texc_emu_launch"));
+  REQUIRE(launch != nullptr);
+
+  int checked = 0;
+  for (Case& c : cases) {
+    INFO(c.program.label << (c.fuse == FuseMode::None ? " --fuse=none" : ""));
+    const Program& p = *c.compiled->state.graph;
+    const Program& analysed = *c.compiled->state.analysed;
+    std::vector<Tensor> tensors(p.tensors.size());
+    std::vector<RefTensor> refInputs;
+    for (size_t k = 0; k < p.inputs.size(); ++k) {
+      int id = p.inputs[k];
+      tensors[id] = makeTensor(elemTypeOf(p.tensors[id].dtype), p.tensors[id].shape);
+      fillRandom(tensors[id], 1, k);
+      refInputs.push_back({p.tensors[id].shape, toDoubles(tensors[id])});
+    }
+    std::vector<void*> ptrs = bindTensors(p, tensors);
+    for (const CudaKernel& k : c.module.kernels) {
+      auto entry = reinterpret_cast<void (*)(void* const*)>(dlsym(handle, (k.symbol + "_entry").c_str()));
+      REQUIRE(entry != nullptr);
+      // Grid-stride kernels have no communication between threads (no barrier, no shuffle).
+      bool cooperative = k.strategy != CudaStrategy::GridStride;
+      launch(entry, ptrs.data(), static_cast<unsigned>(k.blocks), static_cast<unsigned>(k.threads), cooperative);
+    }
+    e2e::BoundResult bounds = e2e::evaluateBounds(analysed, refInputs);
+    for (size_t o = 0; o < p.outputs.size(); ++o) {
+      int id = p.outputs[o];
+      int refId = analysed.outputs[o];
+      std::vector<double> got = toDoubles(tensors[id]);
+      const std::vector<double>& ref = bounds.values[refId].data;
+      const std::vector<double>& bound = bounds.bounds[refId];
+      Tolerance tol = toleranceFor(p.tensors[id].dtype);
+      int64_t bad = 0;
+      std::string first;
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isinf(bound[i])) continue;  // uncertain: not compared (as in the e2e suite)
+        bool same = (std::isnan(ref[i]) && std::isnan(got[i])) || got[i] == ref[i] ||
+                    std::fabs(got[i] - ref[i]) <= tol.atol + tol.rtol * std::fabs(ref[i]) + 3 * bound[i];
+        if (!same && bad++ == 0) first = fmt::format("element {}: got {} want {} (bound {})", i, got[i], ref[i], bound[i]);
+      }
+      INFO("output " << p.tensors[id].name << ": " << bad << " of " << got.size() << " elements differ; " << first);
+      CHECK(bad == 0);
+    }
+    ++checked;
+  }
+  CHECK(checked >= 20);
+  dlclose(handle);
+  std::error_code ec;
+  if (!std::getenv("TEXC_KEEP_EMULATION")) fs::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace texc::cudatest

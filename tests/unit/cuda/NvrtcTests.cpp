@@ -1,0 +1,166 @@
+// NVRTC: every suite program's CUDA C compiles to PTX that ptxas accepts for sm_90; compile
+// errors point at the generated lines; the PTX cache; --arch parsing. Tests that need NVRTC or
+// ptxas skip with the reason when they are absent (WARN, then return).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <map>
+
+#include "CudaTestSupport.h"
+#include "compiler/backend/cuda/Nvrtc.h"
+#include "runtime/Timer.h"
+
+namespace texc::cudatest {
+namespace {
+
+// ptxas from the toolkit ($CUDA_HOME/bin, /usr/local/cuda/bin) or the PATH; empty when absent.
+std::string findPtxas() {
+  std::vector<std::string> candidates;
+  if (const char* home = std::getenv("CUDA_HOME"); home && *home) candidates.push_back(std::string(home) + "/bin/ptxas");
+  candidates.push_back("/usr/local/cuda/bin/ptxas");
+  for (const std::string& c : candidates)
+    if (::access(c.c_str(), X_OK) == 0) return c;
+  if (std::system("ptxas --version > /dev/null 2>&1") == 0) return "ptxas";
+  return "";
+}
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / fmt::format("texc-nvrtc-test-{}", ::getpid());
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+TEST_CASE("nvrtc: every example and e2e program compiles to PTX that ptxas accepts for sm_90", "[cuda][nvrtc]") {
+  std::string why;
+  if (!nvrtcAvailable(&why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  std::string ptxas = findPtxas();
+  if (ptxas.empty()) {
+    WARN("skipped: ptxas not found (CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
+    return;
+  }
+  TempDir tmp;
+  int compiled = 0;
+  for (const TestProgram& p : suitePrograms()) {
+    INFO(p.label);
+    std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA);
+    REQUIRE(c->ok);
+    REQUIRE(c->state.cuda);
+    PtxOptions opts;
+    opts.useCache = false;
+    PtxResult r = compileToPtx(c->state.cuda->source, "texc_program.cu", opts);
+    CHECK_FALSE(r.fromCache);
+    CHECK(r.ptx.find(".target sm_90") != std::string::npos);
+    for (const CudaKernel& k : c->state.cuda->kernels) CHECK(r.ptx.find(".entry " + k.symbol) != std::string::npos);
+    fs::path ptx = tmp.path / "program.ptx";
+    std::ofstream(ptx) << r.ptx;
+    fs::path log = tmp.path / "ptxas.log";
+    int rc = std::system(fmt::format("'{}' -arch=sm_90 '{}' -o '{}' > '{}' 2>&1", ptxas, ptx.string(), (tmp.path / "program.cubin").string(),
+                                     log.string())
+                             .c_str());
+    std::ifstream logIn(log);
+    std::string logText((std::istreambuf_iterator<char>(logIn)), std::istreambuf_iterator<char>());
+    INFO("ptxas: " << logText);
+    CHECK(rc == 0);
+    ++compiled;
+  }
+  CHECK(compiled >= 60);
+}
+
+TEST_CASE("nvrtc: compile time of gelu, matmul and conv_pool at their default sizes", "[cuda][nvrtc]") {
+  std::string why;
+  if (!nvrtcAvailable(&why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  for (const char* name : {"gelu.tex", "matmul.tex", "conv_pool.tex"}) {
+    std::unique_ptr<Compilation> c = compileTo(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / name, {}), Stage::CUDA);
+    REQUIRE(c->ok);
+    PtxOptions opts;
+    opts.useCache = false;
+    PtxResult r = compileToPtx(c->state.cuda->source, "texc_program.cu", opts);
+    CHECK(r.compileMs > 0);
+    // Printed for docs/cuda.md (the figures there come from this test).
+    WARN(fmt::format("NVRTC {} compile time of examples/{} ({} kernels: {}): {:.1f} ms", r.nvrtcVersion, name, c->state.cuda->kernels.size(),
+                     strategyName(c->state.cuda->kernels[0].strategy), r.compileMs));
+  }
+}
+
+TEST_CASE("nvrtc: a compile error shows the generated source line it points at", "[cuda][nvrtc]") {
+  std::string why;
+  if (!nvrtcAvailable(&why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  std::string source = "extern \"C\" __global__ void broken(float* p) {\n  p[0] = no_such_name;\n}\n";
+  PtxOptions opts;
+  opts.useCache = false;
+  try {
+    compileToPtx(source, "broken.cu", opts);
+    FAIL("the broken source compiled");
+  } catch (const CudaCompileError& e) {
+    std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("broken.cu(2)") != std::string::npos);
+    CHECK(msg.find("no_such_name") != std::string::npos);
+    CHECK(msg.find("    2 |   p[0] = no_such_name;") != std::string::npos);
+  }
+}
+
+TEST_CASE("nvrtc: PTX is cached by source hash and reused", "[cuda][nvrtc]") {
+  std::string why;
+  if (!nvrtcAvailable(&why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  TempDir tmp;
+  const char* old = std::getenv("XDG_CACHE_HOME");
+  std::string saved = old ? old : "";
+  ::setenv("XDG_CACHE_HOME", tmp.path.c_str(), 1);
+  std::string source = "extern \"C\" __global__ void twice(float* p) { p[threadIdx.x] *= 2.0f; }\n";
+  PtxResult first = compileToPtx(source, "twice.cu");
+  PtxResult second = compileToPtx(source, "twice.cu");
+  PtxResult other = compileToPtx(source + "// changed\n", "twice.cu");
+  PtxOptions sm80;
+  sm80.arch = "sm_80";
+  PtxResult otherArch = compileToPtx(source, "twice.cu", sm80);
+  if (old) ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else ::unsetenv("XDG_CACHE_HOME");
+  CHECK_FALSE(first.fromCache);
+  CHECK(second.fromCache);
+  CHECK(second.ptx == first.ptx);
+  CHECK_FALSE(other.fromCache);
+  CHECK_FALSE(otherArch.fromCache);
+  CHECK(otherArch.ptx.find(".target sm_80") != std::string::npos);
+  CHECK(fs::exists(tmp.path / "texc" / "ptx"));
+}
+
+TEST_CASE("nvrtc: --arch values", "[cuda][nvrtc]") {
+  CHECK(parseArch("sm_90") == 90);
+  CHECK(parseArch("sm_80") == 80);
+  CHECK(parseArch("compute_90") == 90);
+  CHECK(parseArch("90") == 90);
+  CHECK(parseArch("sm_") == -1);
+  CHECK(parseArch("sm_9x") == -1);
+  CHECK(parseArch("sm_10") == -1);  // below what NVRTC supports
+  CHECK(parseArch("gfx90a") == -1);
+  CHECK_THROWS_AS(compileToPtx("", "x.cu", PtxOptions{"sm_banana", false}), std::invalid_argument);
+}
+
+TEST_CASE("nvrtc: annotateLog adds the cited line after each message", "[cuda][nvrtc]") {
+  std::string log = "k.cu(3): error: bad thing\nk.cu(99): warning: out of range\nno line here\n";
+  std::string src = "a\nb\nthe third line\n";
+  std::string out = annotateLog(log, src);
+  CHECK(out.find("k.cu(3): error: bad thing\n      3 | the third line\n") != std::string::npos);
+  CHECK(out.find("k.cu(99): warning: out of range\nno line here\n") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace texc::cudatest
