@@ -20,6 +20,8 @@ struct ProgramOptions {
   std::vector<std::string> printAfter;   // --print-after=PASS,...
   std::vector<std::string> printBefore;  // --print-before=PASS,...
   std::string fuse = "all";
+  bool noTile = false;       // --no-tile
+  std::string schedulePath;  // --schedule FILE (docs/scheduling.md)
   bool timePasses = false;
 
   // The compile request these options describe, running up to `until`.

@@ -12,6 +12,7 @@
 
 #include "compiler/graph/Graph.h"
 #include "compiler/loops/LoopIR.h"
+#include "compiler/loops/Schedule.h"
 #include "frontend/AST.h"
 #include "frontend/Diagnostics.h"
 #include "frontend/Sema.h"
@@ -30,6 +31,8 @@ enum class FuseMode : uint8_t { None, Elementwise, All };
 struct PipelineOptions {
   int optLevel = 3;  // -O0..-O3
   FuseMode fuse = FuseMode::All;
+  bool tile = true;                   // --no-tile turns the tile pass off
+  loops::ScheduleOverrides schedule;  // --schedule FILE
 };
 
 // One fusion decision: a producer, the nodes that read it, and why it was or was not fused.

@@ -16,6 +16,7 @@ const char* const kPipeline[] = {
     "fuse",             // after the cleanups, so it weighs only what survived; last producer first
     "dce",              // the fused producers are now unread
     "lower-to-loops",   // graph -> loop nests
+    "tile",             // on the loop nests, with the fused epilogues already inside them
     "codegen-llvm",     // loop IR -> LLVM IR
     "optimize-llvm",    // LLVM's own pipeline for the host
 };

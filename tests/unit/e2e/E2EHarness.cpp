@@ -350,6 +350,7 @@ const std::vector<Variant>& variants() {
         {"-O0 --threads 1", {"-O0", "--threads", "1"}},
         {"-O3 --fuse=none --threads 2", {"-O3", "--fuse=none", "--threads", "2"}},
         {"-O0 --fuse=none --threads 2", {"-O0", "--fuse=none", "--threads", "2"}},
+        {"-O3 --no-tile --threads 2", {"-O3", "--no-tile", "--threads", "2"}},
     };
     if (std::getenv("TEXC_E2E_ALL_VARIANTS")) {
       list.push_back({"-O2 --fuse=elementwise --threads 3", {"-O2", "--fuse=elementwise", "--threads", "3"}});
