@@ -1,6 +1,8 @@
 // texc check: parse and analyse; diagnostics only.
 #include "compiler/driver/Commands.h"
 
+#include <fmt/format.h>
+
 namespace texc {
 
 CompileRequest ProgramOptions::request(Stage until) const {
@@ -12,6 +14,12 @@ CompileRequest ProgramOptions::request(Stage until) const {
   else if (fuse == "elementwise") r.options.fuse = FuseMode::Elementwise;
   else r.options.fuse = FuseMode::All;
   r.options.planMemory = !noPlan;
+  r.options.tile = !noTile;
+  if (!schedulePath.empty()) {
+    std::unique_ptr<SourceFile> f = readSourceFile(schedulePath);
+    if (std::string err = loops::parseScheduleText(f->text(), r.options.schedule); !err.empty())
+      throw CommandError{kExitUsage, fmt::format("schedule file '{}': {}", schedulePath, err)};
+  }
   r.instrumentation = instrumentation;
   r.instrumentation.printAfter.insert(printAfter.begin(), printAfter.end());
   r.instrumentation.printBefore.insert(printBefore.begin(), printBefore.end());

@@ -21,6 +21,8 @@ struct ProgramOptions {
   std::vector<std::string> printBefore;  // --print-before=PASS,...
   std::string fuse = "all";
   bool noPlan = false;  // --no-plan: one buffer per intermediate, no memory plan
+  bool noTile = false;       // --no-tile
+  std::string schedulePath;  // --schedule FILE (docs/scheduling.md)
   bool timePasses = false;
 
   // The compile request these options describe, running up to `until`.

@@ -10,6 +10,11 @@
 // reduction across its loops. A Guard runs its body only when every index it lists lies in
 // [0, extent): that is how a skipped term of a reduction is expressed. Both backends (LLVM and
 // CUDA) start from this IR.
+//
+// The tile pass (TileContractions.h) adds two statements, made only by it: Pack, which copies a
+// block of one operand of a contraction into a kernel-local scratch array, and Tile, a
+// register-blocked contraction tile with its epilogue (docs/ir.md has their exact meaning). A
+// backend that does not handle them runs the pipeline with PipelineOptions::tile off.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +41,7 @@ struct Expr {
   std::vector<Expr> args;
 };
 
-enum class StmtKind : uint8_t { Loop, Store, AccInit, AccUpdate, Guard };
+enum class StmtKind : uint8_t { Loop, Store, AccInit, AccUpdate, Guard, Pack, Tile };
 
 // A check that `index` lies in [0, extent) before a guarded body runs.
 struct GuardCond {
@@ -61,6 +66,42 @@ struct Stmt {
   int acc = -1;
   ReduceKind reduce = ReduceKind::Sum;
   std::vector<GuardCond> conds;  // Guard
+  // Pack and Tile: the rows x cols block of a contraction whose row and column variables are
+  // `rowVar` (i) and `colVar` (j), starting at rowBase and colBase, reduced over `var` < extent
+  // (k). Rows past rowExtent and columns past colExtent are not part of the result. Both work on
+  // the k window [kBase, min(kBase + kBlock, extent)), of length L = kBlock; kBlock = 0 means
+  // the whole of k (kBase 0, L = extent).
+  //   Pack (column block, rowVar < 0): the column operand value at j = colBase + c for c <
+  //         cols (0 where j >= colExtent), in micro-panels of P = rows columns (P = cols when
+  //         rows is 0): scratch[(c / P) * P * L + (k - kBase) * P + c % P].
+  //   Pack (row block, rowVar >= 0): the row operand value at i = min(rowBase + r,
+  //         rowExtent - 1) for r < rows, in micro-panels of `cols` rows:
+  //         scratch[(r / cols) * cols * L + (k - kBase) * cols + r % cols].
+  //   Tile: for every (i, j) of the block inside the extents,
+  //           acc = sum(k in the window) value   (value = row operand * column operand)
+  //         then `body` runs (the epilogue: reads acc, stores). The row operand comes from row
+  //         pack `rowScratch` when >= 0 (element blockRow * L + (k - kBase) * rows + r, blockRow
+  //         being the tile's first row inside the packed block), the column operand from column
+  //         block `scratch` when >= 0 (element blockCol * L + (k - kBase) * cols + c, blockCol
+  //         the tile's first column inside the block). A tile starting past either extent does
+  //         nothing.
+  //         With kBlock > 0 the sum starts from the element body[0] (a store) wrote when kBase
+  //         > 0, and the tile runs the epilogue only for the last window; before it, it stores
+  //         the partial sum there instead.
+  int rowVar = -1;
+  int colVar = -1;
+  IndexExpr rowBase;
+  IndexExpr colBase;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t rowExtent = 0;
+  int64_t colExtent = 0;
+  int scratch = -1;
+  int64_t kBlock = 0;
+  IndexExpr kBase;
+  IndexExpr blockRow;
+  IndexExpr blockCol;
+  int rowScratch = -1;
 };
 
 enum class BufferKind : uint8_t { Input, Output, Temp };
@@ -87,6 +128,10 @@ struct Kernel {
   // splits [0, parallelExtent) into chunks and calls the kernel once per chunk.
   int64_t parallelExtent = 0;
   int outputBuffer = -1;
+  // Kernel-local scratch arrays of the compute type (packed operand panels), by id: element
+  // counts. Each call of the kernel has its own.
+  std::vector<int64_t> scratchSizes;
+  std::string schedule;  // why the tile pass chose its tile sizes (printed as a comment)
 };
 
 struct LoopProgram {

@@ -87,7 +87,45 @@ struct Printer {
         for (const Stmt& b : s.body) stmt(b, depth + 1);
         break;
       }
+      case StmtKind::Pack: {
+        std::string window = kWindow(s);
+        if (s.rowVar >= 0) {
+          out += fmt::format("{}pack s{}[{} < {} in panels of {}][{}] = {}  # {} = {} + 0..{}, clamped below {}\n", pad,
+                             s.scratch, k.varNames[s.rowVar], s.rows, s.cols, window, expr(s.value), k.varNames[s.rowVar],
+                             index(s.rowBase), s.rows - 1, s.rowExtent);
+          break;
+        }
+        out += fmt::format("{}pack s{}[{}][{} < {}{}] = {}  # {} = {} + 0..{}, 0 past {}\n", pad, s.scratch, window,
+                           k.varNames[s.colVar], s.cols, s.rows > 0 && s.rows < s.cols ? fmt::format(" in panels of {}", s.rows) : "",
+                           expr(s.value), k.varNames[s.colVar], index(s.colBase), s.cols - 1, s.colExtent);
+        break;
+      }
+      case StmtKind::Tile: {
+        bool atZero = s.blockCol.kind == IndexExpr::Kind::Const && s.blockCol.constant == 0;
+        std::string rhs = s.scratch >= 0 ? fmt::format("s{}[{}][{}{}]", s.scratch, k.varNames[s.var],
+                                                       atZero ? "" : index(s.blockCol) + " + ", k.varNames[s.colVar])
+                                         : expr(s.value.args[1]);
+        std::string lhs = s.rowScratch >= 0 ? fmt::format("s{}[{} + {}][{}]", s.rowScratch, index(s.blockRow), k.varNames[s.rowVar],
+                                                          k.varNames[s.var])
+                                            : expr(s.value.args[0]);
+        out += fmt::format("{}tile {}x{}: {} = {} + 0..{} (< {}), {} = {} + 0..{} (< {})\n", pad, s.rows, s.cols,
+                           k.varNames[s.rowVar], index(s.rowBase), s.rows - 1, s.rowExtent, k.varNames[s.colVar],
+                           index(s.colBase), s.cols - 1, s.colExtent);
+        std::string start;
+        if (s.kBlock > 0 && !s.body.empty() && s.body[0].kind == StmtKind::Store)
+          start = fmt::format("({} > 0 ? {} : 0) + ", index(s.kBase), access(s.body[0].buffer, s.body[0].index));
+        out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers\n", pad, s.acc, start, kWindow(s),
+                           lhs, rhs, s.rows, s.cols);
+        if (s.kBlock > 0) out += fmt::format("{}  # after the last k block only; before it the partial sum is stored instead\n", pad);
+        for (const Stmt& b : s.body) stmt(b, depth + 1);
+        break;
+      }
     }
+  }
+
+  std::string kWindow(const Stmt& s) const {
+    if (s.kBlock == 0) return fmt::format("{} < {}", k.varNames[s.var], s.extent);
+    return fmt::format("{} in [{}, +{}) < {}", k.varNames[s.var], index(s.kBase), s.kBlock, s.extent);
   }
 };
 
@@ -105,8 +143,11 @@ std::string printLoopProgram(const LoopProgram& p) {
   for (const Kernel& k : p.kernels) {
     Printer pr{p, k, {}};
     for (const Stmt& s : k.body) pr.stmt(s, 1);
-    out += fmt::format("\nkernel {} ({}{})\n{}", k.name, dtypeName(k.computeType),
-                       k.parallelExtent > 0 ? fmt::format(", parallel over {}", k.parallelExtent) : "", pr.out);
+    std::string scratch;
+    for (size_t i = 0; i < k.scratchSizes.size(); ++i) scratch += fmt::format(", scratch s{}[{}]", i, k.scratchSizes[i]);
+    out += fmt::format("\nkernel {} ({}{}{})\n{}{}", k.name, dtypeName(k.computeType),
+                       k.parallelExtent > 0 ? fmt::format(", parallel over {}", k.parallelExtent) : "", scratch,
+                       k.schedule.empty() ? "" : "  # schedule: " + k.schedule + "\n", pr.out);
   }
   return out;
 }
@@ -173,7 +214,58 @@ struct Verifier {
         for (const GuardCond& c : s.conds) index(c.index);
         for (const Stmt& b : s.body) stmt(b);
         break;
+      case StmtKind::Pack:
+      case StmtKind::Tile: block(s); break;
     }
+  }
+
+  bool freeVar(int v) {
+    if (v < 0 || v >= static_cast<int>(bound.size())) return fail(fmt::format("unknown variable {}", v)), false;
+    if (bound[v]) return fail(fmt::format("variable {} bound twice", k.varNames[v])), false;
+    return true;
+  }
+
+  bool scratchOk(int id, int64_t need, const char* what) {
+    if (id < 0 || id >= static_cast<int>(k.scratchSizes.size())) return fail(fmt::format("{} uses unknown scratch s{}", what, id)), false;
+    if (k.scratchSizes[id] < need) return fail(fmt::format("scratch s{} is too small", id)), false;
+    return true;
+  }
+
+  // Pack and Tile bind the reduction variable and their row and/or column variables.
+  void block(const Stmt& s) {
+    bool tile = s.kind == StmtKind::Tile;
+    bool hasRows = tile || s.rowVar >= 0;
+    bool hasCols = tile || s.rowVar < 0;
+    const char* what = tile ? "tile" : "pack";
+    if (hasCols) index(s.colBase);
+    if (hasRows) index(s.rowBase);
+    if (s.kBlock > 0) index(s.kBase);
+    if (tile && (s.kBlock > 0 || s.rowScratch >= 0)) index(s.blockRow);
+    if (!freeVar(s.var) || (hasCols && !freeVar(s.colVar)) || (hasRows && !freeVar(s.rowVar))) return;
+    if (s.extent <= 0 || s.cols <= 0 || s.kBlock < 0 || (hasCols && s.colExtent <= 0) || (hasRows && (s.rows <= 0 || s.rowExtent <= 0)))
+      return fail(fmt::format("{} with an empty extent", what));
+    int64_t window = s.kBlock > 0 ? s.kBlock : s.extent;
+    if (!tile && hasRows && s.rows % s.cols != 0) fail("row pack whose rows are not whole panels");
+    if (!tile && !hasRows && s.rows > 0 && s.cols % s.rows != 0) fail("column pack whose columns are not whole panels");
+    if (!tile) scratchOk(s.scratch, window * (hasRows ? s.rows : s.cols), what);
+    if (tile && s.scratch >= 0) {
+      index(s.blockCol);
+      scratchOk(s.scratch, window * s.cols, what);
+    }
+    if (tile && s.rowScratch >= 0) scratchOk(s.rowScratch, window * s.rows, what);
+    if (tile && (s.value.kind != ExprKind::Binary || s.value.binaryOp != BinaryOp::Mul))
+      fail("tile value is not a product of a row and a column operand");
+    if (tile && (s.acc < 0 || s.acc >= k.numAccs)) fail(fmt::format("unknown accumulator {}", s.acc));
+    if (tile && s.kBlock > 0 && (s.body.empty() || s.body[0].kind != StmtKind::Store))
+      fail("k-blocked tile whose first epilogue statement is not the store that keeps its partial sums");
+    bound[s.var] = true;
+    if (hasCols) bound[s.colVar] = true;
+    if (hasRows) bound[s.rowVar] = true;
+    expr(s.value);
+    bound[s.var] = false;
+    for (const Stmt& b : s.body) stmt(b);
+    if (hasCols) bound[s.colVar] = false;
+    if (hasRows) bound[s.rowVar] = false;
   }
 };
 

@@ -34,6 +34,13 @@ void forEachAccess(const std::vector<Stmt>& body, const std::function<void(const
         break;
       case StmtKind::AccUpdate: forEachLoad(s.value, load); break;
       case StmtKind::AccInit: break;
+      // The tile pass's statements read their operands through `value` (Pack: the operand;
+      // Tile: the product), and a Tile's body is its epilogue.
+      case StmtKind::Pack: forEachLoad(s.value, load); break;
+      case StmtKind::Tile:
+        forEachLoad(s.value, load);
+        forEachAccess(s.body, load, store);
+        break;
     }
   }
 }
@@ -93,7 +100,7 @@ int MemoryPlan::inPlaceInputOf(const LoopProgram& p, int kernel) const {
 
 bool mayWriteInPlace(const LoopProgram& p, int kernel, int input) {
   const Kernel& k = p.kernels[kernel];
-  if (k.outputBuffer < 0 || input == k.outputBuffer || k.numAccs != 0) return false;  // elementwise kernels only
+  if (k.outputBuffer < 0 || input == k.outputBuffer || k.numAccs != 0 || !k.scratchSizes.empty()) return false;  // elementwise kernels only
   const Buffer& out = p.buffers[k.outputBuffer];
   const Buffer& in = p.buffers[input];
   if (in.shape != out.shape || in.dtype != out.dtype) return false;

@@ -14,6 +14,7 @@
 #include "compiler/graph/Graph.h"
 #include "compiler/loops/LoopIR.h"
 #include "compiler/loops/MemoryPlan.h"
+#include "compiler/loops/Schedule.h"
 #include "frontend/AST.h"
 #include "frontend/Diagnostics.h"
 #include "frontend/Sema.h"
@@ -37,6 +38,8 @@ struct PipelineOptions {
   FuseMode fuse = FuseMode::All;
   bool planMemory = true;  // false: --no-plan, one buffer per intermediate
   Target target = Target::Cpu;
+  bool tile = true;                   // --no-tile turns the tile pass off
+  loops::ScheduleOverrides schedule;  // --schedule FILE
 };
 
 // One fusion decision: a producer, the nodes that read it, and why it was or was not fused.

@@ -16,6 +16,7 @@ const char* const kPipeline[] = {
     "fuse",             // after the cleanups, so it weighs only what survived; last producer first
     "dce",              // the fused producers are now unread
     "lower-to-loops",   // graph -> loop nests
+    "tile",             // on the loop nests, with the fused epilogues already inside them
     "fuse-row-passes",  // needs the reductions placed in their rows, which lowering does
     "plan-memory",      // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
     "codegen-llvm",     // loop IR -> LLVM IR

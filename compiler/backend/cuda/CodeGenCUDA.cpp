@@ -284,6 +284,9 @@ class KernelGen {
         out += pad + "}\n";
         break;
       case StmtKind::Store: out += pad + store(s, loads) + "\n"; break;
+      // The tile pass is CPU-only (it is skipped for --target cuda): these never arrive here.
+      case StmtKind::Pack:
+      case StmtKind::Tile: throw std::logic_error("codegen-cuda: the loop IR has CPU tiling statements (Pack/Tile)");
       case StmtKind::AccInit: out += fmt::format("{}acc{} = {};\n", pad, s.acc, identity(s.reduce)); break;
       case StmtKind::AccUpdate: {
         std::string a = fmt::format("acc{}", s.acc);

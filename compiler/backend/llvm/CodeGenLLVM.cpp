@@ -84,6 +84,11 @@ class KernelGen {
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     b_.SetInsertPoint(entry);
     for (int a = 0; a < k_.numAccs; ++a) accs_.push_back(b_.CreateAlloca(ft_, nullptr, "acc" + std::to_string(a)));
+    for (size_t i = 0; i < k_.scratchSizes.size(); ++i) {
+      llvm::AllocaInst* a = b_.CreateAlloca(ft_, llvm::ConstantInt::get(i64_, k_.scratchSizes[i]), "s" + std::to_string(i));
+      a->setAlignment(llvm::Align(64));
+      scratch_.push_back(a);
+    }
     vars_.assign(k_.varNames.size(), nullptr);
     for (const Stmt& s : k_.body) stmt(s, /*outermost=*/true);
     b_.CreateRetVoid();
@@ -143,7 +148,296 @@ class KernelGen {
         b_.SetInsertPoint(merge);
         break;
       }
+      case StmtKind::Pack: pack(s); break;
+      case StmtKind::Tile: tile(s); break;
     }
+  }
+
+  // ---- packed panels and register tiles (the tile pass) ---------------------------------------
+  // for (v = start; v < end; ++v) body(v), with run-time bounds.
+  template <class Body>
+  void countedLoop(const std::string& name, llvm::Value* start, llvm::Value* end, Body body) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, name + ".loop", fn_);
+    auto* bodyBB = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* iv = b_.CreatePHI(i64_, 2, name);
+    iv->addIncoming(start, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, end), bodyBB, exit);
+    b_.SetInsertPoint(bodyBB);
+    body(iv);
+    iv->addIncoming(b_.CreateAdd(iv, llvm::ConstantInt::get(i64_, 1), name + ".next", true, true), b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+  }
+
+  llvm::AllocaInst* entryAlloca(llvm::Type* t, int64_t count, const std::string& name) {
+    llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    llvm::AllocaInst* a = eb.CreateAlloca(t, llvm::ConstantInt::get(i64_, count), name);
+    a->setAlignment(llvm::Align(64));
+    return a;
+  }
+
+  // Lanes per vector of a tile or panel: the widest power of two up to 16 dividing its columns.
+  static int64_t laneCount(int64_t cols) {
+    int64_t w = 16;
+    while (cols % w != 0) w /= 2;
+    return w;
+  }
+
+  llvm::Value* i64(int64_t v) { return llvm::ConstantInt::get(i64_, v); }
+
+  // Lanes j .. j+W-1 that lie below `extent`.
+  llvm::Value* laneMask(llvm::Value* j, int64_t w, int64_t extent) {
+    std::vector<llvm::Constant*> lanes;
+    for (int64_t l = 0; l < w; ++l) lanes.push_back(llvm::ConstantInt::get(i64_, l));
+    llvm::Value* idx = b_.CreateAdd(b_.CreateVectorSplat(static_cast<unsigned>(w), j), llvm::ConstantVector::get(lanes));
+    return b_.CreateICmpSLT(idx, b_.CreateVectorSplat(static_cast<unsigned>(w), i64(extent)));
+  }
+
+  // W consecutive column-operand values from column j (load: the column operand's Load).
+  llvm::Value* columnVector(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask) {
+    if (load.kind != ExprKind::Load) throw std::logic_error("tile column operand is not a load");
+    vars_[colVar] = j;
+    llvm::Value* ptr = address(load.buffer, load.index);
+    auto* vt = llvm::FixedVectorType::get(ft_, static_cast<unsigned>(w));
+    if (!mask) return b_.CreateAlignedLoad(vt, ptr, llvm::Align(4));
+    return b_.CreateMaskedLoad(vt, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
+  }
+
+  // The k window of a pack or tile: [start, end) and the length its scratch layout assumes.
+  struct KWindow {
+    llvm::Value* start;
+    llvm::Value* end;
+    int64_t length;
+  };
+  KWindow kWindow(const Stmt& s) {
+    if (s.kBlock == 0) return {i64(0), i64(s.extent), s.extent};
+    llvm::Value* start = index(s.kBase);
+    llvm::Value* end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(start, i64(s.kBlock)), i64(s.extent));
+    return {start, end, s.kBlock};
+  }
+
+  llvm::Value* scratchAt(int id, llvm::Value* element) { return b_.CreateInBoundsGEP(ft_, scratch_[id], element); }
+
+  // Column pack: scratch[(k - kBase) * cols + c] = column operand at j = colBase + c (0 past
+  // colExtent, by masked loads).
+  void pack(const Stmt& s) {
+    if (s.rowVar >= 0) return packRows(s);
+    const int64_t w = laneCount(s.rows > 0 ? std::min(s.rows, s.cols) : s.cols);
+    llvm::Value* j0 = index(s.colBase);
+    KWindow kw = kWindow(s);
+    bool ragged = s.colExtent % s.cols != 0;
+    std::vector<llvm::Value*> masks(s.cols / w, nullptr);
+    for (int64_t v = 0; ragged && v < s.cols / w; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
+    const int64_t panel = s.rows > 0 ? s.rows : s.cols;
+    countedLoop(k_.varNames[s.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
+      vars_[s.var] = k;
+      llvm::Value* row = b_.CreateMul(b_.CreateSub(k, kw.start), i64(panel));
+      for (int64_t v = 0; v < s.cols / w; ++v) {
+        llvm::Value* vec = columnVector(s.value, b_.CreateAdd(j0, i64(v * w)), s.colVar, w, masks[v]);
+        int64_t c = v * w;  // panel (c / panel) starts at (c / panel) * panel * L
+        llvm::Value* at = b_.CreateAdd(row, i64((c / panel) * panel * kw.length + c % panel));
+        b_.CreateAlignedStore(vec, scratchAt(s.scratch, at), llvm::Align(4 * w));
+      }
+    });
+    vars_[s.var] = vars_[s.colVar] = nullptr;
+  }
+
+  // Row pack: scratch[(r / cols) * cols * L + (k - kBase) * cols + r % cols] = row operand at
+  // i = min(rowBase + r, rowExtent - 1), panel by panel, k by k.
+  void packRows(const Stmt& s) {
+    llvm::Value* i0 = index(s.rowBase);
+    KWindow kw = kWindow(s);
+    countedLoop(k_.varNames[s.rowVar] + ".panel", i64(0), i64(s.rows / s.cols), [&](llvm::Value* t) {
+      llvm::Value* panel = b_.CreateMul(t, i64(s.cols * kw.length));
+      std::vector<llvm::Value*> rowIdx;
+      for (int64_t r = 0; r < s.cols; ++r)
+        rowIdx.push_back(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, b_.CreateAdd(b_.CreateMul(t, i64(s.cols)), i64(r))),
+                                                  i64(s.rowExtent - 1)));
+      countedLoop(k_.varNames[s.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
+        vars_[s.var] = k;
+        llvm::Value* at = b_.CreateAdd(panel, b_.CreateMul(b_.CreateSub(k, kw.start), i64(s.cols)));
+        for (int64_t r = 0; r < s.cols; ++r) {
+          vars_[s.rowVar] = rowIdx[r];
+          b_.CreateStore(expr(s.value), scratchAt(s.scratch, b_.CreateAdd(at, i64(r))));
+        }
+      });
+    });
+    vars_[s.var] = vars_[s.rowVar] = nullptr;
+  }
+
+  // tile: rows x cols accumulators, each row `cols / W` vectors, kept in registers across the k
+  // loop (allocas that SROA promotes); each k broadcasts one row-operand value per row and does
+  // one fused multiply-add per accumulator vector. Then the epilogue runs for every element of
+  // the tile inside the extents, or (k blocks before the last) the partial sums are stored.
+  void tile(const Stmt& s) {
+    const int64_t w = laneCount(s.cols);
+    const int64_t nvec = s.cols / w;
+    auto* vt = llvm::FixedVectorType::get(ft_, static_cast<unsigned>(w));
+    llvm::Value* i0 = index(s.rowBase);
+    llvm::Value* j0 = index(s.colBase);
+    auto* inside = llvm::BasicBlock::Create(ctx_, "tile", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "tile.end", fn_);
+    b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpSLT(i0, i64(s.rowExtent)), b_.CreateICmpSLT(j0, i64(s.colExtent))), inside, done);
+    b_.SetInsertPoint(inside);
+
+    KWindow kw = kWindow(s);
+    const bool ragged = s.colExtent % s.cols != 0;
+    llvm::Value* rowsIn = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i64(s.rows), b_.CreateSub(i64(s.rowExtent), i0));
+    llvm::Value* colsIn = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i64(s.cols), b_.CreateSub(i64(s.colExtent), j0));
+    std::vector<llvm::Value*> outMasks(nvec, nullptr);
+    for (int64_t v = 0; ragged && v < nvec; ++v) outMasks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
+    // Partial sums of earlier k blocks live in the output elements (the first epilogue store).
+    auto outputVector = [&](int64_t r, int64_t v) {
+      const Stmt& st = s.body[0];
+      vars_[s.rowVar] = b_.CreateAdd(i0, i64(r));
+      vars_[s.colVar] = b_.CreateAdd(j0, i64(v * w));
+      return address(st.buffer, st.index);
+    };
+    // Rows past the extent are left alone: each row's partial-sum load and store is guarded.
+    auto forRowsInside = [&](int64_t r, auto body) {
+      auto* then = llvm::BasicBlock::Create(ctx_, "row", fn_);
+      auto* next = llvm::BasicBlock::Create(ctx_, "row.end", fn_);
+      b_.CreateCondBr(b_.CreateICmpSLT(i64(r), rowsIn), then, next);
+      b_.SetInsertPoint(then);
+      body();
+      b_.CreateBr(next);
+      b_.SetInsertPoint(next);
+    };
+
+    std::vector<llvm::AllocaInst*> accs;
+    for (int64_t a = 0; a < s.rows * nvec; ++a) {
+      accs.push_back(entryAlloca(vt, 1, "c" + std::to_string(a)));
+      b_.CreateStore(llvm::Constant::getNullValue(vt), accs.back());
+    }
+    if (s.kBlock > 0) {
+      // The next tile down will start from its C rows: ask for them now, so that they come
+      // from L1 then instead of stalling its first FMAs.
+      llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::prefetch, {b_.getPtrTy()});
+      for (int64_t r = 0; r < s.rows; ++r) {
+        const Stmt& st = s.body[0];
+        vars_[s.rowVar] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, i64(s.rows + r)), i64(s.rowExtent - 1));
+        for (int64_t v = 0; v < nvec; v += std::max<int64_t>(1, 16 / w)) {
+          vars_[s.colVar] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(j0, i64(v * w)), i64(s.colExtent - 1));
+          b_.CreateCall(prefetch, {address(st.buffer, st.index), b_.getInt32(1), b_.getInt32(3), b_.getInt32(1)});
+        }
+      }
+      auto* resume = llvm::BasicBlock::Create(ctx_, "tile.resume", fn_);
+      auto* start = llvm::BasicBlock::Create(ctx_, "tile.start", fn_);
+      b_.CreateCondBr(b_.CreateICmpSGT(kw.start, i64(0)), resume, start);
+      b_.SetInsertPoint(resume);
+      for (int64_t r = 0; r < s.rows; ++r)
+        forRowsInside(r, [&] {
+          for (int64_t v = 0; v < nvec; ++v) {
+            llvm::Value* ptr = outputVector(r, v);
+            llvm::Value* x = outMasks[v]
+                                 ? static_cast<llvm::Value*>(
+                                       b_.CreateMaskedLoad(vt, ptr, llvm::Align(4), outMasks[v], llvm::Constant::getNullValue(vt)))
+                                 : b_.CreateAlignedLoad(vt, ptr, llvm::Align(4));
+            b_.CreateStore(x, accs[r * nvec + v]);
+          }
+        });
+      b_.CreateBr(start);
+      b_.SetInsertPoint(start);
+    }
+    // Rows past the extent read the last row (their results are never stored).
+    std::vector<llvm::Value*> rowIdx;
+    for (int64_t r = 0; r < s.rows; ++r)
+      rowIdx.push_back(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, i64(r)), i64(s.rowExtent - 1)));
+    llvm::Value* rowPanel = s.rowScratch >= 0 ? b_.CreateMul(index(s.blockRow), i64(kw.length)) : nullptr;
+    llvm::Value* colPanel = s.scratch >= 0 ? b_.CreateMul(index(s.blockCol), i64(kw.length)) : nullptr;
+
+    auto kLoop = [&](bool masked) {
+      std::vector<llvm::Value*> masks(nvec, nullptr);
+      for (int64_t v = 0; masked && v < nvec; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
+      countedLoop(k_.varNames[s.var], kw.start, kw.end, [&](llvm::Value* k) {
+        vars_[s.var] = k;
+        llvm::Value* kIn = b_.CreateSub(k, kw.start);
+        std::vector<llvm::Value*> col(nvec);
+        for (int64_t v = 0; v < nvec; ++v) {
+          if (s.scratch >= 0) {
+            llvm::Value* at = b_.CreateAdd(b_.CreateAdd(colPanel, b_.CreateMul(kIn, i64(s.cols))), i64(v * w));
+            col[v] = b_.CreateAlignedLoad(vt, scratchAt(s.scratch, at), llvm::Align(4 * w));
+          } else {
+            col[v] = columnVector(s.value.args[1], b_.CreateAdd(j0, i64(v * w)), s.colVar, w, masks[v]);
+          }
+        }
+        for (int64_t r = 0; r < s.rows; ++r) {
+          llvm::Value* aValue;
+          if (s.rowScratch >= 0) {
+            llvm::Value* at = b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(kIn, i64(s.rows)), i64(r)));
+            aValue = b_.CreateLoad(ft_, scratchAt(s.rowScratch, at));
+          } else {
+            vars_[s.rowVar] = rowIdx[r];
+            aValue = expr(s.value.args[0]);
+          }
+          llvm::Value* a = b_.CreateVectorSplat(static_cast<unsigned>(w), aValue);
+          for (int64_t v = 0; v < nvec; ++v) {
+            llvm::AllocaInst* slot = accs[r * nvec + v];
+            llvm::Value* sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {a, col[v], b_.CreateLoad(vt, slot)});
+            b_.CreateStore(sum, slot);
+          }
+        }
+      });
+    };
+    if (s.scratch >= 0 || !ragged) {
+      kLoop(false);
+    } else {
+      // A panel reaching past the last column reads it with masked loads.
+      auto* full = llvm::BasicBlock::Create(ctx_, "tile.full", fn_);
+      auto* raggedBB = llvm::BasicBlock::Create(ctx_, "tile.ragged", fn_);
+      auto* joined = llvm::BasicBlock::Create(ctx_, "tile.sum", fn_);
+      b_.CreateCondBr(b_.CreateICmpSLE(b_.CreateAdd(j0, i64(s.cols)), i64(s.colExtent)), full, raggedBB);
+      b_.SetInsertPoint(full);
+      kLoop(false);
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(raggedBB);
+      kLoop(true);
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(joined);
+    }
+    vars_[s.var] = nullptr;
+
+    if (s.kBlock > 0) {
+      // Not the last k block: store the partial sums where the epilogue's store will go.
+      auto* save = llvm::BasicBlock::Create(ctx_, "tile.save", fn_);
+      auto* last = llvm::BasicBlock::Create(ctx_, "tile.last", fn_);
+      b_.CreateCondBr(b_.CreateICmpSLT(kw.end, i64(s.extent)), save, last);
+      b_.SetInsertPoint(save);
+      for (int64_t r = 0; r < s.rows; ++r)
+        forRowsInside(r, [&] {
+          for (int64_t v = 0; v < nvec; ++v) {
+            llvm::Value* ptr = outputVector(r, v);
+            llvm::Value* x = b_.CreateLoad(vt, accs[r * nvec + v]);
+            if (outMasks[v]) b_.CreateMaskedStore(x, ptr, llvm::Align(4), outMasks[v]);
+            else b_.CreateAlignedStore(x, ptr, llvm::Align(4));
+          }
+        });
+      b_.CreateBr(done);
+      b_.SetInsertPoint(last);
+    }
+
+    // The epilogue, element by element over the part of the tile inside the extents.
+    llvm::AllocaInst* spill = entryAlloca(ft_, s.rows * s.cols, "tile.c");
+    for (int64_t r = 0; r < s.rows; ++r)
+      for (int64_t v = 0; v < nvec; ++v)
+        b_.CreateAlignedStore(b_.CreateLoad(vt, accs[r * nvec + v]), b_.CreateConstInBoundsGEP1_64(ft_, spill, r * s.cols + v * w),
+                              llvm::Align(4 * w));
+    countedLoop(k_.varNames[s.rowVar] + ".epi", i64(0), rowsIn, [&](llvm::Value* r) {
+      countedLoop(k_.varNames[s.colVar] + ".epi", i64(0), colsIn, [&](llvm::Value* c) {
+        vars_[s.rowVar] = b_.CreateAdd(i0, r);
+        vars_[s.colVar] = b_.CreateAdd(j0, c);
+        llvm::Value* v = b_.CreateLoad(ft_, b_.CreateInBoundsGEP(ft_, spill, b_.CreateAdd(b_.CreateMul(r, i64(s.cols)), c)));
+        b_.CreateStore(v, accs_[s.acc]);
+        for (const Stmt& e : s.body) stmt(e, false);
+      });
+    });
+    vars_[s.rowVar] = vars_[s.colVar] = nullptr;
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
   }
 
   // for (v = start; v < end; ++v) with start/end constants, or [lo, hi) for the parallel loop.
@@ -345,6 +639,7 @@ class KernelGen {
   llvm::Value* lo_ = nullptr;
   llvm::Value* hi_ = nullptr;
   std::vector<llvm::AllocaInst*> accs_;
+  std::vector<llvm::AllocaInst*> scratch_;
   std::vector<llvm::Value*> vars_;
 };
 

@@ -385,4 +385,36 @@ TEST_CASE("compile: --target cuda writes the CUDA C to -o, no GPU needed", "[dri
   CHECK(contains(readBytes(box.work() / "x.cu"), "extern \"C\" __global__"));
 }
 
+// The tile pass's switches: --no-tile keeps the lowered nest, --schedule overrides the rule, and a
+// bad schedule file is a usage error that writes nothing.
+TEST_CASE("compile: --no-tile and --schedule FILE", "[driver][compile][tile]") {
+  Sandbox box;
+  std::string matmul = (kExamples / "matmul.tex").string();
+  std::string tiled = expectSuccess(box, {"compile", matmul, "--emit", "loops"}).out;
+  CHECK(contains(tiled, "tile 6x16") == contains(tiled, "avx2"));  // the rule's tile on an AVX2 host
+  CHECK(contains(tiled, "tile "));
+  CHECK(contains(tiled, "# schedule: "));
+  std::string untiled = expectSuccess(box, {"compile", matmul, "--emit", "loops", "--no-tile"}).out;
+  CHECK_FALSE(contains(untiled, "tile "));
+  CHECK(contains(untiled, "acc0 += (A[i, k] * B[k, j])"));
+
+  fs::path sched = box.input("step4.sched", "# register blocking without packing\nmr = 4\nnr = 24\npack = off\npack_a = off\n");
+  std::string custom = expectSuccess(box, {"compile", matmul, "--emit", "loops", "--schedule", sched.string()}).out;
+  CHECK(contains(custom, "tile 4x24"));
+  CHECK_FALSE(contains(custom, "pack s"));
+  fs::path off = box.input("off.sched", "tile = off\n");
+  CHECK(expectSuccess(box, {"compile", matmul, "--emit", "loops", "--schedule", off.string()}).out == untiled);
+
+  fs::path bad = box.input("bad.sched", "mr = 6\nmx = 3\n");
+  Snapshot before = snapshot(box.work());
+  Result r = runTexc(box, {"compile", matmul, "--schedule", bad.string(), "-o", "out.ll"});
+  INFO(r.describe());
+  CHECK(r.status == 2);
+  CHECK(contains(r.err, "line 2: unknown key 'mx'"));
+  CHECK(snapshot(box.work()) == before);
+  Result missing = runTexc(box, {"run", matmul, "--random", "1", "--schedule", (box.in() / "nope.sched").string()});
+  CHECK(missing.status == 2);
+  CHECK(contains(missing.err, "cannot read"));
+}
+
 }  // namespace texc::drivertest

@@ -353,6 +353,7 @@ const std::vector<Variant>& variants() {
         // Without the memory plan (every other variant runs with it): one buffer per intermediate.
         {"-O3 --fuse=none --no-plan --threads 2", {"-O3", "--fuse=none", "--no-plan", "--threads", "2"}},
         {"-O3 --no-plan --threads 1", {"-O3", "--no-plan", "--threads", "1"}},
+        {"-O3 --no-tile --threads 2", {"-O3", "--no-tile", "--threads", "2"}},
     };
     if (std::getenv("TEXC_E2E_ALL_VARIANTS")) {
       list.push_back({"-O2 --fuse=elementwise --threads 3", {"-O2", "--fuse=elementwise", "--threads", "3"}});

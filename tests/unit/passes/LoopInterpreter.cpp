@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -38,7 +39,9 @@ struct Arena {
 class KernelRun {
  public:
   KernelRun(const LoopProgram& p, const Kernel& k, std::vector<std::vector<double>>& buffers, Arena* arena)
-      : p_(p), k_(k), buffers_(buffers), arena_(arena), vars_(k.varNames.size(), 0), accs_(k.numAccs, kNaN), accSet_(k.numAccs, false) {}
+      : p_(p), k_(k), buffers_(buffers), arena_(arena), vars_(k.varNames.size(), 0), accs_(k.numAccs, kNaN), accSet_(k.numAccs, false) {
+    for (int64_t n : k.scratchSizes) scratch_.emplace_back(static_cast<size_t>(n), kNaN);
+  }
 
   void run() {
     for (const Stmt& s : k_.body) exec(s);
@@ -85,7 +88,78 @@ class KernelRun {
         for (const Stmt& b : s.body) exec(b);
         break;
       }
+      case StmtKind::Pack: s.rowVar >= 0 ? packRows(s) : packColumns(s); break;
+      case StmtKind::Tile: tile(s); break;
     }
+  }
+
+  double& scratch(int id, int64_t at) {
+    std::vector<double>& s = scratch_.at(static_cast<size_t>(id));
+    if (at < 0 || at >= static_cast<int64_t>(s.size()))
+      throw Failure{fmt::format("kernel {}: element {} of scratch s{} is outside [0, {})", k_.name, at, id, s.size())};
+    return s[static_cast<size_t>(at)];
+  }
+
+  struct Window {
+    int64_t start, end, length;
+  };
+  Window window(const Stmt& s) const {
+    if (s.kBlock == 0) return {0, s.extent, s.extent};
+    int64_t start = evalIndex(s.kBase, vars_);
+    return {start, std::min(start + s.kBlock, s.extent), s.kBlock};
+  }
+
+  void packColumns(const Stmt& s) {
+    int64_t j0 = evalIndex(s.colBase, vars_);
+    Window w = window(s);
+    int64_t p = s.rows > 0 ? s.rows : s.cols;
+    for (int64_t k = w.start; k < w.end; ++k)
+      for (int64_t c = 0; c < s.cols; ++c) {
+        vars_[s.var] = k;
+        vars_[s.colVar] = j0 + c;
+        scratch(s.scratch, (c / p) * p * w.length + (k - w.start) * p + c % p) = j0 + c < s.colExtent ? eval(s.value) : 0.0;
+      }
+  }
+
+  void packRows(const Stmt& s) {
+    int64_t i0 = evalIndex(s.rowBase, vars_);
+    Window w = window(s);
+    for (int64_t r = 0; r < s.rows; ++r)
+      for (int64_t k = w.start; k < w.end; ++k) {
+        vars_[s.var] = k;
+        vars_[s.rowVar] = std::min(i0 + r, s.rowExtent - 1);
+        scratch(s.scratch, (r / s.cols) * s.cols * w.length + (k - w.start) * s.cols + r % s.cols) = eval(s.value);
+      }
+  }
+
+  // The tile element by element, in the order the IR defines (docs/ir.md).
+  void tile(const Stmt& s) {
+    int64_t i0 = evalIndex(s.rowBase, vars_);
+    int64_t j0 = evalIndex(s.colBase, vars_);
+    Window w = window(s);
+    int64_t blockRow = s.kBlock > 0 || s.rowScratch >= 0 ? evalIndex(s.blockRow, vars_) : 0;
+    int64_t blockCol = s.scratch >= 0 ? evalIndex(s.blockCol, vars_) : 0;
+    for (int64_t r = 0; r < s.rows && i0 + r < s.rowExtent; ++r)
+      for (int64_t c = 0; c < s.cols && j0 + c < s.colExtent; ++c) {
+        vars_[s.rowVar] = i0 + r;
+        vars_[s.colVar] = j0 + c;
+        // Partial sums of earlier k blocks are in the element the first epilogue store writes.
+        double* partial = s.kBlock > 0 ? &buffers_[s.body.at(0).buffer][offset(s.body[0].buffer, s.body[0].index)] : nullptr;
+        double acc = partial && w.start > 0 ? *partial : 0.0;
+        for (int64_t k = w.start; k < w.end; ++k) {
+          vars_[s.var] = k;
+          double a = s.rowScratch >= 0 ? scratch(s.rowScratch, blockRow * w.length + (k - w.start) * s.rows + r) : eval(s.value.args[0]);
+          double b = s.scratch >= 0 ? scratch(s.scratch, blockCol * w.length + (k - w.start) * s.cols + c) : eval(s.value.args[1]);
+          acc += a * b;
+        }
+        if (partial && w.end < s.extent) {
+          *partial = acc;
+          continue;
+        }
+        accs_[s.acc] = acc;
+        accSet_[s.acc] = true;
+        for (const Stmt& b : s.body) exec(b);
+      }
   }
 
   double call(const Expr& e) {
@@ -164,6 +238,7 @@ class KernelRun {
   std::vector<int64_t> vars_;
   std::vector<double> accs_;
   std::vector<bool> accSet_;
+  std::vector<std::vector<double>> scratch_;
 };
 
 }  // namespace

@@ -1,0 +1,123 @@
+#include "compiler/loops/Schedule.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+#include "compiler/backend/llvm/LLVMTarget.h"
+
+namespace texc::loops {
+
+MachineInfo hostMachineInfo() {
+  MachineInfo m;
+  bool avx512 = false, avx = false;
+  for (const std::string& f : hostCPUFeatures()) {
+    if (f == "+avx512f") avx512 = true;
+    if (f == "+avx") avx = true;
+  }
+  m.vectorFloats = avx512 ? 16 : avx ? 8 : 4;
+  m.vectorRegisters = avx512 ? 32 : 16;
+  long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  bool known = l1 > 0 && l2 > 0;
+  if (l1 > 0) m.l1Bytes = l1;
+  if (l2 > 0) m.l2Bytes = l2;
+  m.source = fmt::format("{}, {} {}-bit registers; caches {}", avx512 ? "avx512" : avx ? "avx2" : "sse",
+                         m.vectorRegisters, m.vectorFloats * 32, known ? "from sysconf" : "default (sysconf does not say)");
+  return m;
+}
+
+TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
+                                bool canBlockK) {
+  TileSchedule s;
+  const int64_t w = m.vectorFloats;
+  s.nr = o.nr.value_or(2 * w);
+  s.nr = std::max<int64_t>(w, (s.nr + w - 1) / w * w);
+  s.mr = o.mr.value_or(std::clamp<int64_t>((m.vectorRegisters - 3) / 2, 1, 8));
+  s.mr = std::clamp<int64_t>(s.mr, 1, 16);
+
+  int64_t kc = o.kc.value_or(std::max<int64_t>(8, m.l1Bytes / 2 / (s.nr * 4) / 8 * 8));
+  s.kc = kc >= K || !canBlockK ? 0 : kc;
+  const int64_t window = s.kc ? s.kc : K;
+
+  int64_t mc;
+  std::string blockRule;
+  if (s.kc) {
+    mc = m.l2Bytes / 2 / (s.kc * 4);
+    blockRule = fmt::format("A block {}x{} <= L2/2 ({} KiB); B panel {}x{} = {} KiB <= L1/2 ({} KiB), packed {} columns at a time "
+                            "({{nc}}, <= L2/4)",
+                            "{mc}", s.kc, m.l2Bytes / 2048, s.kc, s.nr, s.kc * s.nr * 4 / 1024, m.l1Bytes / 2048, "{ncw}");
+  } else {
+    int64_t budget = m.l2Bytes * 3 / 4 - K * s.nr * 4;
+    mc = budget > 0 ? budget / (K * 4) : s.mr;
+    blockRule = fmt::format("k unblocked{}; A block {}x{} + B panel {}x{} <= 3/4 L2 ({} KiB)",
+                            canBlockK ? "" : " (the output cannot hold partial sums)", "{mc}", K, K, s.nr,
+                            m.l2Bytes * 3 / 4 / 1024);
+  }
+  if (o.mc) mc = *o.mc;
+  mc = std::max(s.mr, mc / s.mr * s.mr);
+  mc = std::min(mc, (M + s.mr - 1) / s.mr * s.mr);  // never more rows than C has
+  // Up to 4 row blocks when C has the rows, so that threads have blocks to share, but blocks of
+  // at least 64 rows: each block packs all of B again, and amortises that over its rows.
+  if (!o.mc && M >= 4 * s.mr) mc = std::min(mc, std::max(((M + 3) / 4 + s.mr - 1) / s.mr * s.mr, (64 + s.mr - 1) / s.mr * s.mr));
+  // The same number of blocks, evened out (1024 rows in blocks of 252 leave 16 for the last).
+  if (!o.mc) {
+    int64_t blocks = (M + mc - 1) / mc;
+    mc = std::min(mc, ((M + blocks - 1) / blocks + s.mr - 1) / s.mr * s.mr);
+  }
+  s.mc = mc;
+
+  s.nc = s.nr;
+  if (s.kc) {
+    int64_t nc = o.nc.value_or(m.l2Bytes / 4 / (s.kc * 4));
+    s.nc = std::clamp<int64_t>(nc / s.nr * s.nr, s.nr, (N + s.nr - 1) / s.nr * s.nr);
+  }
+  const int64_t stackLimit = int64_t{1} << 20;
+  s.pack = o.pack.value_or(true) && window * s.nc * 4 <= stackLimit;
+  s.packA = o.packA.value_or(true) && s.mc * window * 4 <= stackLimit;
+  std::string rule = blockRule.replace(blockRule.find("{mc}"), 4, std::to_string(s.mc));
+  if (size_t at = rule.find("{ncw}"); at != std::string::npos) rule.replace(at, 5, std::to_string(s.nc));
+  if (size_t at = rule.find("{nc}"); at != std::string::npos) rule.replace(at, 4, fmt::format("{} KiB", s.kc * s.nc * 4 / 1024));
+  s.explanation = fmt::format("{}x{}x{}: C tile {}x{} = {} accumulators of {} floats; {}; B {}, A {}; {}", M, N, K, s.mr, s.nr,
+                              s.mr * (s.nr / w), w, rule, s.pack ? "packed" : "read in place",
+                              s.packA ? "packed" : "read in place", m.source);
+  return s;
+}
+
+std::string parseScheduleText(const std::string& text, ScheduleOverrides& out) {
+  std::istringstream in(text);
+  std::string line;
+  for (int no = 1; std::getline(in, line); ++no) {
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    auto trim = [](std::string s) {
+      size_t a = s.find_first_not_of(" \t\r");
+      size_t b = s.find_last_not_of(" \t\r");
+      return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+    };
+    line = trim(line);
+    if (line.empty()) continue;
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) return fmt::format("line {}: expected 'key = value', got '{}'", no, line);
+    std::string key = trim(line.substr(0, eq));
+    std::string value = trim(line.substr(eq + 1));
+    if (key == "tile" || key == "pack" || key == "pack_a") {
+      if (value != "on" && value != "off") return fmt::format("line {}: {} must be on or off, got '{}'", no, key, value);
+      (key == "tile" ? out.tile : key == "pack" ? out.pack : out.packA) = value == "on";
+      continue;
+    }
+    if (key != "mr" && key != "nr" && key != "mc" && key != "kc" && key != "nc")
+      return fmt::format("line {}: unknown key '{}' (expected tile, mr, nr, mc, kc, nc, pack or pack_a)", no, key);
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    int64_t limit = key == "mc" || key == "kc" || key == "nc" ? 1 << 20 : key == "nr" ? 64 : 16;
+    if (value.empty() || ec != std::errc() || p != value.data() + value.size() || v <= 0 || v > limit)
+      return fmt::format("line {}: {} must be an integer in 1..{}, got '{}'", no, key, limit, value);
+    (key == "mr" ? out.mr : key == "nr" ? out.nr : key == "mc" ? out.mc : key == "kc" ? out.kc : out.nc) = v;
+  }
+  return "";
+}
+
+}  // namespace texc::loops

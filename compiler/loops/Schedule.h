@@ -1,0 +1,71 @@
+// Tile schedules for contractions: the machine facts the rule reads, the rule itself, and the
+// user's overrides (a schedule file, docs/scheduling.md).
+//
+// The rule, for a contraction C[i,j] = sum(k) A[i,k] * B[k,j] on a machine with W floats per
+// vector register and R vector registers:
+//   nr = 2W columns (two vector registers per row of the C tile),
+//   mr = (R - 3) / 2 rows, at most 8 (mr*2 accumulators + 2 column vectors + 1 broadcast <= R),
+//   kc = k block: the kc x nr block of B one column panel gives its tiles fills at most half of
+//        L1, so it stays there while the mc/mr tiles of the row block reuse it; no blocking
+//        when kc >= K (or when the output cannot hold partial sums: not f32, or read by the
+//        epilogue),
+//   mc = rows per block: with k blocks, the A block (mc x kc) fills at most half of L2, so it
+//        stays there while every column panel reuses it; without, the A block (mc x K) and the
+//        B panel (K x nr) fill at most 3/4 of L2. A multiple of mr, and small enough for 4 row
+//        blocks (work for 4 threads) when M >= 4 mr, unless that leaves fewer than 64 rows (a
+//        block packs all of B again, and amortises that over its rows),
+//   nc = columns per packed B block (with k blocks): the kc x nc block fills at most a quarter
+//        of L2, so one pack serves nc/nr panels with long contiguous row reads (few TLB misses),
+//   pack = on when the B panel (window x nr floats) fits in 1 MiB of stack,
+//   pack_a = on when the A block (mc x window floats) does: one contiguous stream per tile
+//        instead of mr rows whose stride may alias in L1.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace texc::loops {
+
+// What the schedule rule needs to know about the host.
+struct MachineInfo {
+  int vectorFloats = 8;       // f32 lanes of one vector register
+  int vectorRegisters = 16;   // architectural vector registers
+  int64_t l1Bytes = 32 * 1024;
+  int64_t l2Bytes = 512 * 1024;
+  std::string source;         // where the figures came from, for the explanation
+};
+
+// The host's MachineInfo: vector width and register count from the LLVM host features, cache
+// sizes from sysconf; documented defaults (32 KiB L1, 512 KiB L2) where sysconf does not know.
+MachineInfo hostMachineInfo();
+
+// Settings a user may fix; unset ones come from the rule.
+struct ScheduleOverrides {
+  std::optional<bool> tile;  // off: contractions keep the untiled nest
+  std::optional<int64_t> mr, nr, mc, kc, nc;
+  std::optional<bool> pack;    // pack B panels
+  std::optional<bool> packA;   // pack A blocks (key pack_a)
+};
+
+// The schedule of one contraction.
+struct TileSchedule {
+  int64_t mr = 1, nr = 8, mc = 8;
+  int64_t kc = 0;  // 0: the whole reduction in one block
+  int64_t nc = 0;  // columns per packed B block (with k blocks), a multiple of nr
+  bool pack = false;
+  bool packA = false;
+  std::string explanation;  // the rule's arithmetic, in one line
+};
+
+// Applies the rule (and then the overrides) to an M x N x K contraction. nr is always a multiple
+// of the vector width; mc a multiple of mr.
+// `canBlockK`: whether the contraction can keep partial sums in its output (otherwise kc = 0).
+TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
+                                bool canBlockK = true);
+
+// Parses a schedule file's text: `key = value` lines (tile, mr, nr, mc, kc, nc, pack, pack_a)
+// and '#' comments. Returns the error (with its line number) or empty.
+std::string parseScheduleText(const std::string& text, ScheduleOverrides& out);
+
+}  // namespace texc::loops

@@ -1,0 +1,281 @@
+// The tile pass (compiler/loops/TileContractions.cpp) and its schedule rule (Schedule.cpp):
+//
+//   - goldens of the loop IR before and after tiling, with a fixed machine (AVX2: 8 floats per
+//     register, 16 registers, 32 KiB L1, 512 KiB L2), so they do not depend on the host;
+//   - semantics: for contractions with tails in every tiled dimension (odd and prime sizes),
+//     batched, transposed, with fused epilogues, and under several schedules, the tiled loop
+//     program verifies and gives bit-identical outputs to the untiled one under the loop-IR
+//     interpreter (the tile keeps each element's k order, so the sums are the same);
+//   - what is not a contraction is left alone; the rule's arithmetic; the schedule file syntax
+//     and its errors; the verifier's checks of the new statements.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "LoopInterpreter.h"
+#include "PassTestSupport.h"
+#include "compiler/loops/TileContractions.h"
+#include "compiler/passes/Pipeline.h"
+
+namespace texc::passtest {
+namespace {
+
+loops::MachineInfo avx2Machine() {
+  loops::MachineInfo m;
+  m.vectorFloats = 8;
+  m.vectorRegisters = 16;
+  m.l1Bytes = 32 * 1024;
+  m.l2Bytes = 512 * 1024;
+  m.source = "test machine";
+  return m;
+}
+
+// The untiled loop program of `text` (and its graph, for inputs and outputs).
+struct Lowered {
+  Graph graph;
+  loops::LoopProgram loops;
+};
+
+Lowered lower(const std::string& name, const std::string& text) {
+  std::unique_ptr<Session> s = startSession(inlineProgram(name, text));
+  s->state().options.tile = false;
+  bool ok = s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{});
+  INFO(s->failure());
+  REQUIRE(ok);
+  return {*s->state().graph, *s->state().loops};
+}
+
+std::vector<std::vector<double>> run(const Lowered& l, const loops::LoopProgram& lp, uint64_t seed) {
+  std::vector<RefTensor> inputs = randomInputs(l.graph, seed, 0);
+  std::vector<std::vector<double>> buffers(lp.buffers.size());
+  for (size_t i = 0; i < l.graph.inputs.size(); ++i) buffers[l.graph.inputs[i]] = inputs[i].data;
+  std::string failure = interpretLoops(lp, buffers);
+  INFO(loops::printLoopProgram(lp));
+  REQUIRE(failure == "");
+  return buffers;
+}
+
+const char* const kMatmulOdd =
+    "input A : f32[97, 61]\ninput B : f32[61, 131]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n";
+
+struct SemanticsCase {
+  const char* name;
+  const char* text;
+};
+
+const SemanticsCase kCases[] = {
+    {"matmul 97x131x61", kMatmulOdd},
+    {"matmul 5x3x2 (smaller than one tile)", "input A : f32[5, 2]\ninput B : f32[2, 3]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n"},
+    {"matmul 13x29x531 (k blocks with a tail)",
+     "input A : f32[13, 531]\ninput B : f32[531, 29]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n"},
+    {"batched matmul 3x7x19x23",
+     "input A : f32[3, 7, 23]\ninput B : f32[3, 23, 19]\noutput C[b, i, j] = sum(k: A[b, i, k] * B[b, k, j])\n"},
+    {"A transposed", "input A : f32[23, 17]\ninput B : f32[23, 37]\noutput C[i, j] = sum(k: A[k, i] * B[k, j])\n"},
+    {"operands swapped", "input A : f32[11, 23]\ninput B : f32[23, 37]\noutput C[i, j] = sum(k: B[k, j] * A[i, k])\n"},
+    {"bias and gelu epilogue",
+     "input A : f32[7, 9]\ninput W : f32[9, 19]\ninput bias : f32[19]\nC[i, j] = sum(k: A[i, k] * W[k, j])\n"
+     "h = C + bias\noutput y = 0.5 * h * (1 + erf(h * 0.7071067811865476))\n"},
+    {"scaled epilogue reading i and j",
+     "input A : f32[10, 12]\ninput B : f32[12, 17]\noutput C[i, j] = 0.5 * sum(k: A[i, k] * B[k, j]) + i - j\n"},
+};
+
+// Schedules that exercise each part of the tile: the default, no packing, k blocks that do not
+// divide K, one-row tiles, wider columns, an mc that is not a multiple of the rows.
+std::vector<std::pair<std::string, loops::ScheduleOverrides>> schedules() {
+  std::vector<std::pair<std::string, loops::ScheduleOverrides>> out;
+  out.push_back({"rule", {}});
+  loops::ScheduleOverrides noPack;
+  noPack.pack = false;
+  noPack.packA = false;
+  out.push_back({"no packing", noPack});
+  loops::ScheduleOverrides small;
+  small.kc = 5;
+  small.mc = 12;
+  out.push_back({"kc 5, mc 12", small});
+  loops::ScheduleOverrides blocks;
+  blocks.kc = 7;
+  blocks.nc = 32;
+  out.push_back({"kc 7, B packed 32 columns at a time", blocks});
+  loops::ScheduleOverrides oneRow;
+  oneRow.mr = 1;
+  oneRow.nr = 8;
+  oneRow.kc = 8;
+  oneRow.pack = false;
+  out.push_back({"1x8, B in place, kc 8", oneRow});
+  loops::ScheduleOverrides wide;
+  wide.mr = 4;
+  wide.nr = 24;
+  wide.mc = 10;
+  out.push_back({"4x24, mc 10", wide});
+  return out;
+}
+
+TEST_CASE("tile: tiled contractions compute what the untiled nests compute", "[passes][tile]") {
+  for (const SemanticsCase& c : kCases) {
+    DYNAMIC_SECTION(c.name) {
+      Lowered l = lower(c.name, c.text);
+      std::vector<std::vector<double>> expected = run(l, l.loops, 7);
+      for (const auto& [what, overrides] : schedules()) {
+        INFO("schedule: " << what);
+        loops::LoopProgram tiled = l.loops;
+        CHECK(loops::tileContractions(tiled, avx2Machine(), overrides) == 1);
+        std::vector<std::string> problems = loops::verifyLoopProgram(tiled);
+        INFO(loops::printLoopProgram(tiled));
+        for (const std::string& p : problems) FAIL_CHECK(p);
+        std::vector<std::vector<double>> got = run(l, tiled, 7);
+        for (int id : l.graph.outputs) CHECK(got[id] == expected[id]);
+      }
+    }
+  }
+}
+
+TEST_CASE("tile: goldens before and after, on a fixed machine", "[passes][tile][golden]") {
+  const fs::path dir = sourceRoot() / "tests" / "golden" / "tile";
+  struct Golden {
+    const char* file;
+    const char* text;
+    loops::ScheduleOverrides overrides;
+  };
+  loops::ScheduleOverrides noPack;
+  noPack.pack = false;
+  noPack.packA = false;
+  loops::ScheduleOverrides kBlocked;
+  kBlocked.kc = 16;
+  const Golden goldens[] = {
+      {"matmul_odd", kMatmulOdd, {}},
+      {"matmul_odd_kblocked", kMatmulOdd, kBlocked},
+      {"matmul_odd_unpacked", kMatmulOdd, noPack},
+      {"matmul_bias_gelu", kCases[6].text, {}},
+  };
+  for (const Golden& g : goldens) {
+    DYNAMIC_SECTION(g.file) {
+      Lowered l = lower(g.file, g.text);
+      loops::LoopProgram tiled = l.loops;
+      loops::tileContractions(tiled, avx2Machine(), g.overrides);
+      checkGolden(dir / (std::string(g.file) + ".expected"),
+                  "## before tile\n" + loops::printLoopProgram(l.loops) + "\n## after tile\n" + loops::printLoopProgram(tiled));
+    }
+  }
+}
+
+TEST_CASE("tile: what is not a contraction stays as it is", "[passes][tile]") {
+  const char* const programs[] = {
+      "input x : f32[4, 8]\noutput y[i] = sum(j: x[i, j])\n",                                         // no product
+      "input A : f32[4, 8]\ninput B : f32[8, 5]\noutput C[i, j] = max(k: A[i, k] * B[k, j])\n",         // not a sum
+      "input A : f16[4, 8]\ninput B : f16[8, 5]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n",         // f16 operands
+      "input A : f32[4, 8]\ninput B : f32[5, 8]\noutput C[i, j] = sum(k: A[i, k] * B[j, k])\n",         // B not contiguous in j
+      "input x : f32[9]\noutput y[i < 7] = sum(t < 3: x[i + t])\n",                                      // one output dimension
+  };
+  for (const char* text : programs) {
+    DYNAMIC_SECTION(text) {
+      Lowered l = lower("untouched", text);
+      loops::LoopProgram tiled = l.loops;
+      CHECK(loops::tileContractions(tiled, avx2Machine(), {}) == 0);
+      CHECK(loops::printLoopProgram(tiled) == loops::printLoopProgram(l.loops));
+    }
+  }
+  SECTION("tile = off in a schedule") {
+    Lowered l = lower("off", kMatmulOdd);
+    loops::ScheduleOverrides off;
+    off.tile = false;
+    CHECK(loops::tileContractions(l.loops, avx2Machine(), off) == 0);
+  }
+}
+
+TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
+  loops::TileSchedule s = loops::chooseTileSchedule(avx2Machine(), 1024, 1024, 1024, {});
+  CHECK(s.mr == 6);
+  CHECK(s.nr == 16);
+  CHECK(s.kc == 256);     // 256 x 16 floats = 16 KiB = L1 / 2
+  CHECK(s.nc == 128);     // 256 x 128 floats = 128 KiB = L2 / 4
+  CHECK(s.mc == 210);     // 256 KiB / 1 KiB = 256 rows, 252 in whole tiles: 5 blocks, evened out
+  CHECK(s.pack);
+  CHECK(s.packA);
+  CHECK(s.explanation.find("C tile 6x16 = 12 accumulators of 8 floats") != std::string::npos);
+
+  loops::MachineInfo avx512 = avx2Machine();
+  avx512.vectorFloats = 16;
+  avx512.vectorRegisters = 32;
+  loops::TileSchedule w = loops::chooseTileSchedule(avx512, 1024, 1024, 1024, {});
+  CHECK(w.nr == 32);
+  CHECK(w.mr == 8);
+  CHECK(w.kc == 128);
+
+  // No k blocks when the output cannot keep partial sums: A block and B panel share L2.
+  loops::TileSchedule noK = loops::chooseTileSchedule(avx2Machine(), 1024, 1024, 1024, {}, false);
+  CHECK(noK.kc == 0);
+  CHECK(noK.mc == 78);  // (384 KiB - 64 KiB) / 4 KiB = 80 rows, down to a multiple of 6
+  CHECK(noK.explanation.find("the output cannot hold partial sums") != std::string::npos);
+
+  // Small problems: no k blocks when K fits, no more rows per block than C has.
+  loops::TileSchedule small = loops::chooseTileSchedule(avx2Machine(), 10, 20, 30, {});
+  CHECK(small.kc == 0);
+  CHECK(small.mc == 12);  // M < 4 mr: one block of 2 tiles
+  CHECK(loops::chooseTileSchedule(avx2Machine(), 97, 20, 30, {}).mc == 54);    // 2 blocks (of 66), evened out
+  CHECK(loops::chooseTileSchedule(avx2Machine(), 1000, 20, 30, {}).mc == 252);  // 4 blocks
+
+  // Overrides win; nr rounds up to whole vectors, mc down to whole tiles.
+  loops::ScheduleOverrides o;
+  o.mr = 4;
+  o.nr = 20;
+  o.mc = 30;
+  o.kc = 64;
+  o.pack = false;
+  loops::TileSchedule f = loops::chooseTileSchedule(avx2Machine(), 1024, 1024, 1024, o);
+  CHECK(f.mr == 4);
+  CHECK(f.nr == 24);
+  CHECK(f.mc == 28);
+  CHECK(f.kc == 64);
+  CHECK_FALSE(f.pack);
+}
+
+TEST_CASE("tile: schedule files", "[passes][tile]") {
+  loops::ScheduleOverrides o;
+  CHECK(loops::parseScheduleText("# teaching step 4\nmr = 6\n  nr=16  # two vectors\n\nmc = 48\nkc = 128\nnc = 64\npack = off\npack_a = on\n"
+                                 "tile = on\n",
+                                 o) == "");
+  CHECK(o.mr == 6);
+  CHECK(o.nr == 16);
+  CHECK(o.mc == 48);
+  CHECK(o.kc == 128);
+  CHECK(o.nc == 64);
+  CHECK(o.pack == false);
+  CHECK(o.packA == true);
+  CHECK(o.tile == true);
+
+  auto error = [](const std::string& text) {
+    loops::ScheduleOverrides x;
+    return loops::parseScheduleText(text, x);
+  };
+  CHECK(error("mr 6\n") == "line 1: expected 'key = value', got 'mr 6'");
+  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, mc, kc, nc, pack or pack_a)");
+  CHECK(error("mr = 0\n") == "line 1: mr must be an integer in 1..16, got '0'");
+  CHECK(error("nr = 65\n") == "line 1: nr must be an integer in 1..64, got '65'");
+  CHECK(error("mc = x\n") == "line 1: mc must be an integer in 1..1048576, got 'x'");
+  CHECK(error("pack = yes\n") == "line 1: pack must be on or off, got 'yes'");
+}
+
+TEST_CASE("tile: the verifier checks packs and tiles", "[passes][tile]") {
+  Lowered l = lower("verify", kMatmulOdd);
+  loops::LoopProgram tiled = l.loops;
+  REQUIRE(loops::tileContractions(tiled, avx2Machine(), {}) == 1);
+  REQUIRE(loops::verifyLoopProgram(tiled).empty());
+
+  auto problems = [](loops::LoopProgram p) {
+    std::string all;
+    for (const std::string& s : loops::verifyLoopProgram(p)) all += s + "\n";
+    return all;
+  };
+  loops::LoopProgram small = tiled;
+  small.kernels[0].scratchSizes[1] = 10;  // the B panel
+  CHECK_THAT(problems(small), Catch::Contains("scratch s1 is too small"));
+  loops::LoopProgram noScratch = tiled;
+  noScratch.kernels[0].scratchSizes.clear();
+  CHECK_THAT(problems(noScratch), Catch::Contains("unknown scratch"));
+  // The tile binds i itself: an enclosing loop over i is a second binding.
+  loops::LoopProgram twice = tiled;
+  twice.kernels[0].body[0].var = 0;
+  CHECK_THAT(problems(twice), Catch::Contains("bound twice"));
+}
+
+}  // namespace
+}  // namespace texc::passtest
