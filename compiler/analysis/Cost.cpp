@@ -10,34 +10,35 @@ namespace texc {
 namespace {
 
 // Each distinct subexpression counts once (the compiled code computes a repeated one once:
-// gelu's fused kernel reads x + b five times and adds once).
-double flopsOf(const Value& v, const Computation& c, double points, std::set<std::string>& seen) {
-  if (v.kind != ValueKind::Const && v.kind != ValueKind::Access && v.kind != ValueKind::IndexValue && !seen.insert(valueKey(v)).second)
+// gelu's fused kernel reads x + b five times and adds once), and once per iteration of the loops
+// where it runs (Graph.h, placementDepth): fused softmax's row max once per row.
+double flopsOf(const Value& v, const Computation& c, const std::vector<LoopScope>& scopes, std::set<std::string>& seen) {
+  if (v.kind != ValueKind::Const && v.kind != ValueKind::Access && v.kind != ValueKind::IndexValue && !seen.insert(canonicalKey(v, c)).second)
     return 0;
   double own = 0;
-  double inner = points;
   switch (v.kind) {
     case ValueKind::Unary: own = v.unaryOp == UnaryOp::Neg ? 1 : 0; break;
     case ValueKind::Binary: own = 1; break;
     case ValueKind::Call: own = v.builtin == Builtin::Rsqrt ? 2 : 1; break;
-    case ValueKind::Reduce:
-      for (int rv : v.reduceVars) inner *= static_cast<double>(c.vars[rv].extent);
-      own = 0;
-      break;
     default: break;
   }
-  double total = own * points;
-  if (v.kind == ValueKind::Reduce) total += inner;  // one combine per term
+  if (v.kind != ValueKind::Reduce) {
+    double total = own > 0 ? own * tripsTo(scopes, placementDepth(scopes, v)) : 0;
+    for (const Value& a : v.args) total += flopsOf(a, c, scopes, seen);
+    return total;
+  }
+  std::vector<LoopScope> inner = scopesInside(scopes, v, c);
+  double total = tripsTo(inner, inner.size());  // one combine per term
   for (const Value& a : v.args) total += flopsOf(a, c, inner, seen);
   return total;
 }
 
-// Element loads executed: each distinct access counts once per point of the domain around it.
-double loadsOf(const Value& v, const Computation& c, double points, std::set<std::string>& seen) {
-  if (v.kind == ValueKind::Access) return seen.insert(valueKey(v)).second ? points : 0;
-  double inner = points;
-  if (v.kind == ValueKind::Reduce)
-    for (int rv : v.reduceVars) inner *= static_cast<double>(c.vars[rv].extent);
+// Element loads executed: each distinct access counts once per iteration of the loops where it
+// runs.
+double loadsOf(const Value& v, const Computation& c, const std::vector<LoopScope>& scopes, std::set<std::string>& seen) {
+  if (v.kind == ValueKind::Access) return seen.insert(canonicalKey(v, c)).second ? tripsTo(scopes, placementDepth(scopes, v)) : 0;
+  if (v.kind == ValueKind::Reduce && !seen.insert("reduce " + canonicalKey(v, c)).second) return 0;  // computed once
+  std::vector<LoopScope> inner = v.kind == ValueKind::Reduce ? scopesInside(scopes, v, c) : scopes;
   double total = 0;
   for (const Value& a : v.args) total += loadsOf(a, c, inner, seen);
   return total;
@@ -72,9 +73,9 @@ std::vector<KernelCost> costOfKernels(const Graph& g) {
     double points = 1;
     for (int v = 0; v < c.numLhsVars; ++v) points *= static_cast<double>(c.vars[v].extent);
     std::set<std::string> seen;
-    k.flops = flopsOf(c.body, c, points, seen);
+    k.flops = flopsOf(c.body, c, lhsScopes(c), seen);
     std::set<std::string> loads;
-    k.accesses = loadsOf(c.body, c, points, loads) + points;
+    k.accesses = loadsOf(c.body, c, lhsScopes(c), loads) + points;
     out.push_back(std::move(k));
   }
   return out;

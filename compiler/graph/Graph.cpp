@@ -1,5 +1,8 @@
 #include "compiler/graph/Graph.h"
 
+#include <algorithm>
+#include <map>
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -67,6 +70,74 @@ void keyValue(std::string& k, const Value& v) {
 }
 
 }  // namespace
+
+namespace {
+
+void canonicalIndex(const IndexExpr& ix, const std::map<int, int>& bound, std::string& k) {
+  if (ix.kind == IndexExpr::Kind::Var) {
+    auto it = bound.find(ix.var);
+    k += it != bound.end() ? fmt::format("b{}", it->second) : fmt::format("v{}", ix.var);
+    return;
+  }
+  k += fmt::format("({}:{}", static_cast<int>(ix.kind), ix.constant);
+  for (const IndexExpr& o : ix.ops) canonicalIndex(o, bound, k);
+  k += ')';
+}
+
+void canonicalValue(const Value& v, const Computation& c, std::map<int, int>& bound, std::string& k) {
+  if (v.kind == ValueKind::Reduce)
+    for (int rv : v.reduceVars) {
+      int id = static_cast<int>(bound.size());
+      bound[rv] = id;
+      k += fmt::format("[b{}<{}]", id, c.vars[rv].extent);
+    }
+  uint64_t bits;
+  std::memcpy(&bits, &v.constant, sizeof bits);
+  k += fmt::format("({}:{}:{}:{}:{}:{}:{}:{}", static_cast<int>(v.kind), bits, v.tensor, static_cast<int>(v.check),
+                   static_cast<int>(v.unaryOp), static_cast<int>(v.binaryOp), static_cast<int>(v.builtin), static_cast<int>(v.reduceKind));
+  if (v.kind == ValueKind::IndexValue && v.indices.empty()) canonicalIndex(IndexExpr::makeVar(v.var), bound, k);
+  for (const IndexExpr& ix : v.indices) canonicalIndex(ix, bound, k);
+  for (const Value& a : v.args) canonicalValue(a, c, bound, k);
+  k += ')';
+}
+
+}  // namespace
+
+std::string canonicalKey(const Value& v, const Computation& c) {
+  std::map<int, int> bound;
+  std::string k;
+  canonicalValue(v, c, bound, k);
+  return k;
+}
+
+std::vector<LoopScope> lhsScopes(const Computation& c) {
+  std::vector<LoopScope> out;
+  for (int v = 0; v < c.numLhsVars; ++v) out.push_back({{v}, static_cast<double>(c.vars[v].extent)});
+  return out;
+}
+
+size_t placementDepth(const std::vector<LoopScope>& scopes, const Value& v) {
+  std::vector<int> free = freeVars(v);
+  for (size_t s = scopes.size(); s-- > 0;)
+    for (int x : scopes[s].vars)
+      if (std::binary_search(free.begin(), free.end(), x)) return s + 1;
+  return 0;
+}
+
+double tripsTo(const std::vector<LoopScope>& scopes, size_t depth) {
+  double d = 1;
+  for (size_t s = 0; s < depth; ++s) d *= scopes[s].trips;
+  return d;
+}
+
+std::vector<LoopScope> scopesInside(const std::vector<LoopScope>& scopes, const Value& r, const Computation& c) {
+  std::vector<LoopScope> inner(scopes.begin(), scopes.begin() + static_cast<std::ptrdiff_t>(placementDepth(scopes, r)));
+  LoopScope own{r.reduceVars, 1};
+  std::sort(own.vars.begin(), own.vars.end());
+  for (int rv : r.reduceVars) own.trips *= static_cast<double>(c.vars[rv].extent);
+  inner.push_back(std::move(own));
+  return inner;
+}
 
 std::string valueKey(const Value& v) {
   std::string k;

@@ -41,6 +41,31 @@ void compactGraph(Graph& g, const std::vector<bool>& keep);
 // returns whether there was any.
 bool replaceUses(Graph& g, int from, int to);
 
+// Where the compiled code evaluates a subexpression of a node: the loops around it, outermost
+// first (the node's left-hand loops in order, then each enclosing reduction's loop, itself placed
+// the same way). A subexpression runs once per iteration of the loops down to the innermost one
+// that binds one of its free variables: lowering places reductions there, and LLVM hoists
+// elementwise work there. Fusion's cost rule and the FLOP count both use this.
+struct LoopScope {
+  std::vector<int> vars;  // the variables the loop binds, sorted
+  double trips = 1;       // its trip count (a reduction's: the product of its extents)
+};
+// The left-hand loops of node `c`.
+std::vector<LoopScope> lhsScopes(const Computation& c);
+// How many of `scopes` (outermost first) enclose where `v` runs.
+size_t placementDepth(const std::vector<LoopScope>& scopes, const Value& v);
+// The number of times code at `depth` runs: the product of those loops' trip counts.
+double tripsTo(const std::vector<LoopScope>& scopes, size_t depth);
+// The scopes inside reduction `r` placed among `scopes`: the enclosing ones down to its
+// placement, then its own loop.
+std::vector<LoopScope> scopesInside(const std::vector<LoopScope>& scopes, const Value& r, const Computation& c);
+
+// A text that is equal for two subexpressions of node `c` computing the same value: free
+// variables by id, variables bound inside by their extent and binding order (fusion gives each
+// inlined copy of a reduction fresh variables), reduction ids and owners left out. Lowering
+// gives equal reductions one accumulator; the FLOP count counts them once.
+std::string canonicalKey(const Value& v, const Computation& c);
+
 // A canonical text of an expression (variables by id, constants by their bits): equal keys mean
 // the same computation. Used by cse and by the FLOP count.
 std::string valueKey(const Value& v);

@@ -1,5 +1,7 @@
 #include "compiler/loops/LowerToLoops.h"
 
+#include "compiler/graph/Graph.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -108,7 +110,7 @@ class Lowering {
 
   Expr lowerReduce(const Value& v) {
     size_t home = placementOf(freeVars(v));
-    std::string key = reductionKey(v);
+    std::string key = canonicalKey(v, c_);
     Expr read;
     read.kind = ExprKind::AccRead;
     if (auto it = scopes_[home].reductions.find(key); it != scopes_[home].reductions.end()) {
@@ -159,42 +161,6 @@ class Lowering {
     for (Stmt& s : term) dest.push_back(std::move(s));
     scopes_[home].reductions.emplace(std::move(key), acc);
     return read;
-  }
-
-  // A text that is equal for two reductions computing the same value: free variables by id,
-  // variables bound inside by their extent and binding order (fusion gives each inlined copy
-  // fresh variables), reduction ids left out.
-  std::string reductionKey(const Value& v) {
-    std::map<int, int> bound;
-    std::string k;
-    keyValue(v, bound, k);
-    return k;
-  }
-  void keyIndex(const IndexExpr& ix, const std::map<int, int>& bound, std::string& k) {
-    if (ix.kind == IndexExpr::Kind::Var) {
-      auto it = bound.find(ix.var);
-      k += it != bound.end() ? fmt::format("b{}", it->second) : fmt::format("v{}", ix.var);
-      return;
-    }
-    k += fmt::format("({}:{}", static_cast<int>(ix.kind), ix.constant);
-    for (const IndexExpr& o : ix.ops) keyIndex(o, bound, k);
-    k += ')';
-  }
-  void keyValue(const Value& v, std::map<int, int>& bound, std::string& k) {
-    if (v.kind == ValueKind::Reduce)
-      for (int rv : v.reduceVars) {
-        int id = static_cast<int>(bound.size());
-        bound[rv] = id;
-        k += fmt::format("[b{}<{}]", id, c_.vars[rv].extent);
-      }
-    uint64_t bits;
-    std::memcpy(&bits, &v.constant, sizeof bits);
-    k += fmt::format("({}:{}:{}:{}:{}:{}:{}:{}", static_cast<int>(v.kind), bits, v.tensor, static_cast<int>(v.check),
-                     static_cast<int>(v.unaryOp), static_cast<int>(v.binaryOp), static_cast<int>(v.builtin), static_cast<int>(v.reduceKind));
-    if (v.kind == ValueKind::IndexValue && v.indices.empty()) keyIndex(IndexExpr::makeVar(v.var), bound, k);
-    for (const IndexExpr& ix : v.indices) keyIndex(ix, bound, k);
-    for (const Value& a : v.args) keyValue(a, bound, k);
-    k += ')';
   }
 
   // The guarded accesses of reduction `reduceId` (not those of nested reductions): one condition

@@ -58,50 +58,25 @@ struct Read {
 // loop-invariant code motion (layernorm's rsqrt(var[i] + eps) runs once per row).
 void findReads(const Graph& g, int ci, int t, std::vector<Read>& out) {
   const Computation& c = g.computations[ci];
-  // The open loops around a point: the variables each binds and its trip count.
-  struct Scope {
-    std::vector<int> vars;
-    double trips;
-  };
-  auto depthOf = [](const std::vector<Scope>& scopes, const std::vector<int>& vars) {
-    for (size_t s = scopes.size(); s-- > 0;)
-      for (int v : scopes[s].vars)
-        if (std::binary_search(vars.begin(), vars.end(), v)) return s + 1;
-    return size_t{0};
-  };
-  auto domainOf = [](const std::vector<Scope>& scopes, size_t depth) {
-    double d = 1;
-    for (size_t s = 0; s < depth; ++s) d *= scopes[s].trips;
-    return d;
-  };
   struct Walker {
     const Computation& c;
     int t, ci;
     std::vector<Read>& out;
-    decltype(depthOf)& depth;
-    decltype(domainOf)& domain;
-    void walk(const Value& v, const std::vector<Scope>& scopes) {
+    void walk(const Value& v, const std::vector<LoopScope>& scopes) {
       if (v.kind == ValueKind::Access && v.tensor == t) {
         std::string key;
         for (const IndexExpr& ix : v.indices) key += indexKey(ix);
-        size_t at = depth(scopes, freeVars(v));
-        out.push_back({ci, key, domain(scopes, at), v.check == AccessCheck::InBounds});
+        out.push_back({ci, key, tripsTo(scopes, placementDepth(scopes, v)), v.check == AccessCheck::InBounds});
       }
       if (v.kind != ValueKind::Reduce) {
         for (const Value& a : v.args) walk(a, scopes);
         return;
       }
-      std::vector<Scope> inner(scopes.begin(), scopes.begin() + static_cast<std::ptrdiff_t>(depth(scopes, freeVars(v))));
-      Scope own{v.reduceVars, 1};
-      std::sort(own.vars.begin(), own.vars.end());
-      for (int rv : v.reduceVars) own.trips *= static_cast<double>(c.vars[rv].extent);
-      inner.push_back(std::move(own));
+      std::vector<LoopScope> inner = scopesInside(scopes, v, c);
       for (const Value& a : v.args) walk(a, inner);
     }
   };
-  std::vector<Scope> lhs;
-  for (int v = 0; v < c.numLhsVars; ++v) lhs.push_back({{v}, static_cast<double>(c.vars[v].extent)});
-  Walker{c, t, ci, out, depthOf, domainOf}.walk(c.body, lhs);
+  Walker{c, t, ci, out}.walk(c.body, lhsScopes(c));
 }
 
 // Substitutes a copy of producer `p`'s expression for the read `site` inside consumer `c`.
