@@ -82,7 +82,7 @@ void findReads(const Graph& g, int ci, int t, std::vector<Read>& out) {
 // Substitutes a copy of producer `p`'s expression for the read `site` inside consumer `c`.
 class Inliner {
  public:
-  Inliner(const Graph& g, Computation& c, const Computation& p) : g_(g), c_(c), p_(p) {}
+  Inliner(Computation& c, const Computation& p) : c_(c), p_(p) {}
 
   Value inlineAt(const Value& site) {
     // Producer variables: left-hand ones become the read's index expressions; reduction
@@ -140,7 +140,6 @@ class Inliner {
     for (Value& a : v.args) rewrite(a);
   }
 
-  const Graph& g_;
   Computation& c_;
   const Computation& p_;
   std::vector<IndexExpr> map_;
@@ -156,7 +155,7 @@ void inlineReads(Graph& g, Computation& c, int t) {
     if (v.kind == ValueKind::Access && v.tensor == t) sites.push_back(&v);
   });
   for (Value* site : sites) {
-    Value replacement = Inliner(g, c, p).inlineAt(*site);
+    Value replacement = Inliner(c, p).inlineAt(*site);
     replacement.range = site->range;
     *site = std::move(replacement);
   }

@@ -223,23 +223,6 @@ int parallelJobs() {
   return 2;
 }
 
-std::string formatIndex(int64_t flat, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  std::string s = "[";
-  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
-  return s + "]";
-}
-
-std::string fmtDouble(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
 std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : "..." + s.substr(s.size() - n); }
 
 // Same value, NaN meeting NaN.
@@ -441,51 +424,6 @@ const PreparedProgram& prepare(const ProgramSpec& spec) {
     if (prep.error.empty()) prep.error = "unknown error";
   }
   return prep;
-}
-
-Tolerance toleranceFor(DType outputDtype) {
-  switch (outputDtype) {
-    case DType::F64: return {0x1p-52, 1e-300, 3};
-    case DType::F32: return {0x1p-23, 1e-30, 3};
-    case DType::F16: return {0x1p-10, 0x1p-24, 3};
-    case DType::BF16: return {0x1p-7, 1e-30, 3};
-  }
-  return {};
-}
-
-Comparison compareValues(const std::vector<double>& ref, const std::vector<double>& bounds,
-                         const std::vector<double>& got, const std::vector<int64_t>& shape, const Tolerance& tol) {
-  constexpr int kMaxDetails = 8;
-  Comparison c;
-  c.elements = static_cast<int64_t>(ref.size());
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double r = ref[i], g = got[i], b = bounds[i];
-    bool bad = false;
-    double allowed = 0;
-    if (std::isnan(r)) {
-      bad = !std::isnan(g);
-    } else if (std::isinf(r)) {
-      bad = g != r;
-    } else if (std::isinf(b)) {
-      ++c.uncertain;
-      continue;
-    } else {
-      allowed = tol.atol + tol.rtol * std::fabs(r) + tol.boundFactor * b;
-      double diff = std::fabs(g - r);
-      bad = !std::isfinite(g) || diff > allowed;
-      if (std::isfinite(g)) c.worstRatio = std::max(c.worstRatio, diff / allowed);
-    }
-    if (!bad) continue;
-    if (c.mismatches++ < kMaxDetails) {
-      c.details += "  " + formatIndex(static_cast<int64_t>(i), shape) + ": reference " + fmtDouble(r) + ", got " +
-                   fmtDouble(g);
-      if (std::isfinite(r)) c.details += ", |diff| " + fmtDouble(std::fabs(g - r)) + " > tolerance " + fmtDouble(allowed);
-      else c.details += " (non-finite values must match exactly)";
-      c.details += "\n";
-    }
-  }
-  if (c.mismatches > kMaxDetails) c.details += "  ... and " + std::to_string(c.mismatches - kMaxDetails) + " more\n";
-  return c;
 }
 
 std::string shellCommand(const std::vector<std::string>& argv) {

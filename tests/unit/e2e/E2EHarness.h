@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ErrorBound.h"
+#include "Tolerance.h"
 #include "compiler/reference/Reference.h"
 #include "frontend/Program.h"
 #include "frontend/Sema.h"
@@ -73,27 +74,6 @@ struct PreparedProgram {
 
 // Prepares `spec` once (and runs every variant); later calls return the cached result.
 const PreparedProgram& prepare(const ProgramSpec& spec);
-
-// The comparison of one output with the reference (docs/testing.md, "The tolerance rule").
-struct Tolerance {
-  double rtol = 0;
-  double atol = 0;
-  double boundFactor = 3;
-};
-Tolerance toleranceFor(DType outputDtype);
-
-struct Comparison {
-  int64_t elements = 0;
-  int64_t mismatches = 0;
-  int64_t uncertain = 0;  // finite reference, infinite bound: not compared
-  double worstRatio = 0;  // max |got - ref| / tol over the compared elements
-  std::string details;    // the first mismatches, one per line
-};
-
-// Compares `got` with `ref` under `tol` and the per-element `bounds` (same length). `shape` is
-// used to print multi-dimensional indices.
-Comparison compareValues(const std::vector<double>& ref, const std::vector<double>& bounds,
-                         const std::vector<double>& got, const std::vector<int64_t>& shape, const Tolerance& tol);
 
 // Checks one variant's run of a prepared program: exit status, the files in the output
 // directory, and every output against the reference. Returns the problems found (empty: pass).

@@ -1,0 +1,31 @@
+# ctest script: a failing program is shrunk and saved, and the saved reproducer is a valid
+# program (it passes once the failure is gone). The failure is simulated with --damage-for-test.
+#   cmake -DDIFFTEST=PATH -DOUT=DIR -P CheckSavedFailure.cmake
+file(REMOVE_RECURSE "${OUT}")
+execute_process(COMMAND "${DIFFTEST}" --seed 5 --count 1 --damage-for-test --save-failures "${OUT}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE log)
+if(NOT rc EQUAL 1)
+  message(FATAL_ERROR "texc-difftest --damage-for-test exited ${rc}, expected 1:\n${log}")
+endif()
+foreach(f seed-5.tex seed-5.min.tex)
+  if(NOT EXISTS "${OUT}/${f}")
+    message(FATAL_ERROR "${OUT}/${f} was not saved:\n${log}")
+  endif()
+endforeach()
+file(READ "${OUT}/seed-5.tex" original)
+file(READ "${OUT}/seed-5.min.tex" minimal)
+if(NOT minimal MATCHES "^# e2e:\n")
+  message(FATAL_ERROR "the shrunk program does not start with an e2e directive:\n${minimal}")
+endif()
+# Without its comment lines, the shrunk program is smaller than the original.
+string(REGEX REPLACE "#[^\n]*\n" "" minimalCode "${minimal}")
+string(REGEX REPLACE "#[^\n]*\n" "" originalCode "${original}")
+string(LENGTH "${minimalCode}" minLen)
+string(LENGTH "${originalCode}" origLen)
+if(NOT minLen LESS origLen)
+  message(FATAL_ERROR "the shrunk program (${minLen} chars) is not smaller than the original (${origLen}):\n${minimal}")
+endif()
+execute_process(COMMAND "${DIFFTEST}" "${OUT}/seed-5.min.tex" RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE log)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the saved reproducer does not pass without damage:\n${log}")
+endif()

@@ -1,0 +1,279 @@
+#include "tests/random/DiffTest.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <optional>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "compiler/backend/llvm/CpuExecutable.h"
+#include "compiler/driver/Execution.h"
+#include "compiler/passes/PassManager.h"
+#include "compiler/passes/Pipeline.h"
+#include "compiler/reference/Reference.h"
+#include "frontend/Diagnostics.h"
+#include "frontend/Parser.h"
+#include "frontend/Sema.h"
+#include "frontend/Source.h"
+#include "runtime/Buffer.h"
+#include "runtime/Half.h"
+#include "runtime/ThreadPool.h"
+#include "tests/unit/e2e/ErrorBound.h"
+#include "tests/unit/e2e/Tolerance.h"
+
+namespace texc::random {
+
+const std::vector<Variant>& variants() {
+  // One line per pipeline configuration. When a switch lands, add its field to PipelineOptions
+  // and a line here.
+  auto with = [](int optLevel, FuseMode fuse, bool plan, bool tile) {
+    PipelineOptions o;
+    o.optLevel = optLevel;
+    o.fuse = fuse;
+    o.planMemory = plan;
+    o.tile = tile;
+    return o;
+  };
+  static const std::vector<Variant> table = {
+      {"--fuse=all -O3", with(3, FuseMode::All, true, true), {1, 2}},
+      {"--fuse=elementwise -O3", with(3, FuseMode::Elementwise, true, true), {1, 2}},
+      {"--fuse=none -O3", with(3, FuseMode::None, true, true), {1, 2}},
+      {"--fuse=all -O0", with(0, FuseMode::All, true, true), {1, 2}},
+      {"--fuse=elementwise -O0", with(0, FuseMode::Elementwise, true, true), {1, 2}},
+      {"--fuse=none -O0", with(0, FuseMode::None, true, true), {1, 2}},
+      {"--no-plan -O3", with(3, FuseMode::All, false, true), {2}},
+      {"--fuse=none --no-plan -O3", with(3, FuseMode::None, false, true), {1}},
+      {"--no-tile -O3", with(3, FuseMode::All, true, false), {2}},
+      {"--no-tile --no-plan -O0", with(0, FuseMode::All, false, false), {1}},
+  };
+  return table;
+}
+
+const char* verdictName(Verdict v) {
+  switch (v) {
+    case Verdict::Pass: return "pass";
+    case Verdict::Invalid: return "invalid";
+    case Verdict::Inconclusive: return "inconclusive";
+    case Verdict::Mismatch: return "mismatch";
+    case Verdict::Crash: return "crash";
+    case Verdict::Hang: return "hang";
+  }
+  return "?";
+}
+
+bool isFailure(Verdict v) { return v == Verdict::Mismatch || v == Verdict::Crash || v == Verdict::Hang; }
+
+namespace {
+
+bool identical(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+// Computed buffers start as NaN rather than zero, so an element no kernel writes shows up.
+void poison(Tensor& t) {
+  int64_t n = numElements(t);
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.type) {
+      case ElemType::F32: t.data.as<float>()[i] = std::numeric_limits<float>::quiet_NaN(); break;
+      case ElemType::F64: t.data.as<double>()[i] = std::numeric_limits<double>::quiet_NaN(); break;
+      case ElemType::F16: t.data.as<uint16_t>()[i] = 0x7E00; break;
+      case ElemType::BF16: t.data.as<uint16_t>()[i] = 0x7FC0; break;
+    }
+  }
+}
+
+// Compiles, runs and compares one variant; appends problems to `out`.
+void checkVariant(const std::string& source, const Variant& v, const Program& analysed, const std::vector<Tensor>& inputs,
+                  const std::vector<RefTensor>& ref, const e2e::BoundResult& bounds, bool damage, Outcome& out) {
+  SourceFile file("random.tex", source);
+  DiagnosticEngine diags(&file);
+  CompileState s;
+  s.file = &file;
+  s.diags = &diags;
+  s.options = v.options;
+  Instrumentation inst;
+  inst.verifyEachPass = true;  // a verifier failure is a bug the random programs should surface
+  if (!runPipeline(s, buildPipeline(Stage::LLVM), inst) || !s.llvmModule) {
+    out.verdict = Verdict::Mismatch;
+    out.report += "[" + v.name + "] a valid program failed to compile:\n" + diags.render();
+    return;
+  }
+  const Program& p = *s.graph;
+  std::unique_ptr<CpuExecutable> exe =
+      CpuExecutable::load(std::move(s.llvmContext), std::move(s.llvmModule), *s.loops, v.options.optLevel);
+  for (int threads : v.threads) {
+    std::vector<Tensor> tensors(p.tensors.size());
+    for (size_t k = 0; k < p.inputs.size(); ++k) {
+      tensors[p.inputs[k]] = makeTensor(inputs[k].type, inputs[k].shape);
+      std::memcpy(tensors[p.inputs[k]].data.data(), inputs[k].data.data(), byteSize(inputs[k]));
+    }
+    // The memory the driver gives a run: the planned arena (in-place kernels read their input
+    // through the output's pointer), or with --no-plan a buffer per intermediate.
+    ProgramMemory memory(p, s.memoryPlan ? &*s.memoryPlan : nullptr, tensors);
+    for (int id : p.outputs) poison(tensors[id]);
+    ThreadPool pool(threads);
+    exe->run(memory.prepareRun(), pool);
+    memory.finishRun();
+    ++out.variantRuns;
+    for (size_t k = 0; k < p.outputs.size(); ++k) {
+      int refId = analysed.outputs[k];
+      const TensorInfo& info = analysed.tensors[refId];
+      std::vector<double> got = toDoubles(tensors[p.outputs[k]]);
+      if (damage && k == 0 && !got.empty()) got[0] += 1e-3 * (1 + std::fabs(got[0]));
+      if (got.size() != ref[refId].data.size()) {
+        out.verdict = Verdict::Mismatch;
+        out.report += "[" + v.name + " --threads " + std::to_string(threads) + "] output " + info.name + " has the wrong size\n";
+        continue;
+      }
+      e2e::Comparison c = e2e::compareValues(ref[refId].data, bounds.bounds[refId], got, info.shape, e2e::toleranceFor(info.dtype));
+      if (c.mismatches > 0) {
+        out.verdict = Verdict::Mismatch;
+        out.report += "[" + v.name + " --threads " + std::to_string(threads) + "] output " + info.name + ": " +
+                      std::to_string(c.mismatches) + " of " + std::to_string(c.elements) + " elements differ\n" + c.details;
+      } else if (c.uncertain * 4 > c.elements && out.verdict == Verdict::Pass) {
+        out.verdict = Verdict::Inconclusive;
+        out.report = "output " + info.name + ": " + std::to_string(c.uncertain) + " of " + std::to_string(c.elements) +
+                     " elements are uncertain\n";
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Outcome checkProgram(const std::string& source, const std::vector<Variant>& vs, const CheckOptions& options) {
+  Outcome out;
+  SourceFile file("random.tex", source);
+  DiagnosticEngine diags(&file);
+  Module module = parse(file, diags);
+  std::optional<Program> analysed;
+  if (!diags.hasErrors()) analysed = analyze(module, diags);
+  if (!analysed || diags.hasErrors()) {
+    out.verdict = Verdict::Invalid;
+    out.report = diags.render();
+    return out;
+  }
+  const Program& p = *analysed;
+
+  // Inputs as texc --random makes them; the reference reads exactly the stored values.
+  std::vector<Tensor> inputs;
+  std::vector<RefTensor> refInputs;
+  for (size_t k = 0; k < p.inputs.size(); ++k) {
+    const TensorInfo& info = p.tensors[p.inputs[k]];
+    inputs.push_back(makeTensor(elemTypeOf(info.dtype), info.shape));
+    fillRandom(inputs.back(), options.inputSeed, k);
+    refInputs.push_back({info.shape, toDoubles(inputs.back())});
+  }
+  std::vector<RefTensor> ref;
+  e2e::BoundResult bounds;
+  try {
+    ref = evaluateReference(p, refInputs);
+    bounds = e2e::evaluateBounds(p, refInputs);
+  } catch (const std::exception& e) {
+    out.verdict = Verdict::Mismatch;
+    out.report = std::string("the reference interpreter failed: ") + e.what() + "\n";
+    return out;
+  }
+  for (size_t id = 0; id < p.tensors.size(); ++id)
+    for (size_t i = 0; i < ref[id].data.size(); ++i)
+      if (!identical(ref[id].data[i], bounds.values[id].data[i])) {
+        out.verdict = Verdict::Mismatch;
+        out.report = "the bound evaluator and the reference disagree on " + p.tensors[id].name + "\n";
+        return out;
+      }
+
+  for (const Variant& v : vs) {
+    try {
+      checkVariant(source, v, p, inputs, ref, bounds, options.damageForTest, out);
+    } catch (const std::exception& e) {
+      out.verdict = Verdict::Mismatch;
+      out.report += "[" + v.name + "] exception: " + e.what() + "\n";
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Reads whatever is available on `fd` into `into`; false at end of file.
+bool drain(int fd, std::string& into) {
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof buf);
+  if (n > 0) {
+    into.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+  return n < 0 && errno == EINTR;
+}
+
+}  // namespace
+
+Outcome runIsolated(const std::string& source, const std::vector<Variant>& vs, double timeoutSeconds,
+                    const CheckOptions& options) {
+  int result[2], errors[2];
+  if (pipe(result) != 0 || pipe(errors) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    close(result[0]);
+    close(errors[0]);
+    dup2(errors[1], 2);
+    Outcome o = checkProgram(source, vs, options);
+    std::string msg = std::string(1, static_cast<char>(o.verdict)) + std::to_string(o.variantRuns) + "\n" + o.report;
+    for (size_t off = 0; off < msg.size();) {
+      ssize_t n = write(result[1], msg.data() + off, msg.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    _exit(0);
+  }
+  close(result[1]);
+  close(errors[1]);
+  std::string msg, err;
+  bool openResult = true, openErrors = true, timedOut = false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+  while (openResult || openErrors) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      timedOut = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    pollfd fds[2] = {{openResult ? result[0] : -1, POLLIN, 0}, {openErrors ? errors[0] : -1, POLLIN, 0}};
+    if (poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000))) < 0 && errno != EINTR) break;
+    if (openResult && (fds[0].revents & (POLLIN | POLLHUP))) openResult = drain(result[0], msg);
+    if (openErrors && (fds[1].revents & (POLLIN | POLLHUP))) openErrors = drain(errors[0], err);
+  }
+  close(result[0]);
+  close(errors[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+
+  Outcome o;
+  const size_t kTail = 4000;
+  std::string errTail = err.size() > kTail ? "..." + err.substr(err.size() - kTail) : err;
+  if (timedOut) {
+    o.verdict = Verdict::Hang;
+    o.report = "no result after " + std::to_string(static_cast<int>(timeoutSeconds)) + " s\n" + errTail;
+  } else if (WIFSIGNALED(status) || msg.empty()) {
+    o.verdict = Verdict::Crash;
+    o.report = (WIFSIGNALED(status) ? std::string("killed by signal ") + strsignal(WTERMSIG(status)) : std::string("no result"));
+    o.report += "\n" + errTail;
+  } else {
+    o.verdict = static_cast<Verdict>(msg[0]);
+    size_t nl = msg.find('\n');
+    o.variantRuns = std::atoi(msg.substr(1, nl - 1).c_str());
+    o.report = msg.substr(nl + 1);
+  }
+  return o;
+}
+
+}  // namespace texc::random

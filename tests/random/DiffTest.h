@@ -1,0 +1,59 @@
+// Differential testing: one program, every pipeline variant, every result against the float64
+// reference under the end-to-end suite's tolerance rule (docs/testing.md).
+//
+// Everything runs in-process (parse, analyse, compile through the driver's pipeline, JIT, run),
+// which is a hundred times faster than starting texc per variant. A crash or a hang in the
+// compiler would take the tester down with it, so runIsolated() runs a check in a forked child
+// with a time limit and reports how the child ended.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/passes/Pass.h"
+
+namespace texc::random {
+
+// One way of compiling and running a program. Adding a pipeline switch to the tester is one line
+// in variants() (DiffTest.cpp): a variant is a PipelineOptions value plus the thread counts to
+// run the compiled code with.
+struct Variant {
+  std::string name;  // the texc switches that give the same pipeline, e.g. "--fuse=none -O0"
+  PipelineOptions options;
+  std::vector<int> threads;  // each count is one run of the same compiled code
+};
+const std::vector<Variant>& variants();
+
+enum class Verdict : uint8_t {
+  Pass,          // every variant matched the reference
+  Invalid,       // the program does not compile (a generator bug, or a shrinking step too far)
+  Inconclusive,  // the reference says nothing useful (too many uncertain elements): not a bug
+  Mismatch,      // some variant computed a wrong value, or failed to compile a valid program
+  Crash,         // the check died on a signal (runIsolated only)
+  Hang,          // the check ran past its time limit (runIsolated only)
+};
+const char* verdictName(Verdict v);
+bool isFailure(Verdict v);  // Mismatch, Crash, Hang
+
+struct Outcome {
+  Verdict verdict = Verdict::Pass;
+  std::string report;   // what failed, which variant, the first wrong elements
+  int variantRuns = 0;  // variant x thread-count runs that were checked
+};
+
+struct CheckOptions {
+  uint64_t inputSeed = 1;  // inputs are uniform in [-1, 1) from this seed, rounded to their dtype
+  // Tests of the tester: add 1e-3 * (1 + |value|) to the first element of the first output of
+  // every run, which must then be reported as a mismatch.
+  bool damageForTest = false;
+};
+
+// Checks `source` under every variant in `vs`, in this process.
+Outcome checkProgram(const std::string& source, const std::vector<Variant>& vs, const CheckOptions& options = {});
+
+// Runs checkProgram in a forked child, killed after `timeoutSeconds`.
+Outcome runIsolated(const std::string& source, const std::vector<Variant>& vs, double timeoutSeconds,
+                    const CheckOptions& options = {});
+
+}  // namespace texc::random

@@ -1,0 +1,133 @@
+// The random program generator, the differential tester and the shrinker (tests/random/).
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+#include "frontend/Diagnostics.h"
+#include "frontend/Parser.h"
+#include "frontend/Sema.h"
+#include "frontend/Source.h"
+#include "tests/random/DiffTest.h"
+#include "tests/random/ProgramGenerator.h"
+#include "tests/random/Shrinker.h"
+
+using namespace texc;
+using namespace texc::random;
+
+namespace {
+
+// The analysis errors of `text`, or "" when it is a valid program.
+std::string errorsOf(const std::string& text) {
+  SourceFile file("t.tex", text);
+  DiagnosticEngine diags(&file);
+  Module m = parse(file, diags);
+  if (!diags.hasErrors()) analyze(m, diags);
+  return diags.hasErrors() ? diags.render() : "";
+}
+
+int countLines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+const char* kSmallProgram =
+    "let N = 5\n"
+    "input x : f32[N, 3]\n"
+    "input b : f32[3]\n"
+    "h = exp(x) + b\n"
+    "output y[i] = sum(j: h[i, j] * b[j])\n";
+
+}  // namespace
+
+TEST_CASE("random: the same seed gives the same program, other seeds other ones", "[random]") {
+  for (uint64_t seed : {1ull, 2ull, 12345ull}) CHECK(generateProgram(seed) == generateProgram(seed));
+  std::set<std::string> distinct;
+  for (uint64_t seed = 1; seed <= 50; ++seed) distinct.insert(generateProgram(seed));
+  CHECK(distinct.size() == 50);
+}
+
+TEST_CASE("random: generated programs are valid", "[random]") {
+  for (uint64_t seed = 1; seed <= 5000; ++seed) {
+    std::string text = generateProgram(seed);
+    INFO(text);
+    CHECK(errorsOf(text) == "");
+  }
+}
+
+TEST_CASE("random: generated programs cover the language", "[random]") {
+  std::string all;
+  for (uint64_t seed = 1; seed <= 400; ++seed) all += generateProgram(seed);
+  // Every builtin, every reduction kind, floor division and modulo in indices, masks, every dtype.
+  for (const char* needle : {"exp(", "log(", "sqrt(", "rsqrt(", "tanh(", "sigmoid(", "relu(", "abs(", "erf(", "sin(",
+                             "cos(", "floor(", "ceil(", "pow(", "min(", "max(", "select(", "sum(", "prod(", ") % ",
+                             ") / ", "-inf", "f64", "f16", "bf16", " && ", " || ", "!(", "output y"}) {
+    INFO(needle);
+    CHECK(all.find(needle) != std::string::npos);
+  }
+}
+
+TEST_CASE("random: a correct program passes every variant", "[random]") {
+  Outcome o = checkProgram(kSmallProgram, variants());
+  INFO(o.report);
+  CHECK(o.verdict == Verdict::Pass);
+  int runs = 0;
+  for (const Variant& v : variants()) runs += static_cast<int>(v.threads.size());
+  CHECK(o.variantRuns == runs);
+}
+
+TEST_CASE("random: an invalid program is reported as such, not as a compiler bug", "[random]") {
+  Outcome o = checkProgram("input x : f32[3]\noutput y = x + z\n", variants());
+  CHECK(o.verdict == Verdict::Invalid);
+  CHECK(o.report.find("z") != std::string::npos);
+  CHECK_FALSE(isFailure(o.verdict));
+}
+
+TEST_CASE("random: a wrong value is caught, in process and in a child", "[random]") {
+  CheckOptions damage;
+  damage.damageForTest = true;
+  Outcome o = checkProgram(kSmallProgram, variants(), damage);
+  CHECK(o.verdict == Verdict::Mismatch);
+  CHECK(o.report.find("output y: 1 of 5 elements differ") != std::string::npos);
+  Outcome child = runIsolated(kSmallProgram, {variants().front()}, 60, damage);
+  CHECK(child.verdict == Verdict::Mismatch);
+  CHECK(child.report.find("[" + variants().front().name + " --threads 1]") != std::string::npos);
+  CHECK(runIsolated(kSmallProgram, {variants().front()}, 60).verdict == Verdict::Pass);
+}
+
+TEST_CASE("random: the shrinker keeps the failure and removes the rest", "[random]") {
+  // A synthetic failure: "the program is valid and still calls exp".
+  std::string source = "let N = 4; let M = 3\n"
+                       "input x : f32[N, M]\n"
+                       "input w : f32[M]\n"
+                       "a = x * w + 1\n"
+                       "b[i] = sum(j: a[i, j] * exp(x[i, j]))\n"
+                       "output c = tanh(b) + sqrt(b * b + 1)\n"
+                       "output d[j] = max(i: x[i, j]) * w[j]\n";
+  ShrinkStats stats;
+  auto fails = [](const std::string& t) { return errorsOf(t).empty() && t.find("exp(") != std::string::npos; };
+  std::string small = shrinkProgram(source, fails, 500, &stats);
+  INFO(small);
+  CHECK(fails(small));
+  // The sizes, the input, the statement that calls exp and one output (a program needs one).
+  CHECK(countLines(small) <= 5);
+  CHECK(small.find("input w") == std::string::npos);
+  CHECK(small.find("tanh") == std::string::npos);
+  CHECK(stats.accepted > 0);
+  CHECK(stats.attempts <= 500);
+}
+
+TEST_CASE("random: a damaged run shrinks to a minimal program", "[random]") {
+  CheckOptions damage;
+  damage.damageForTest = true;
+  std::vector<Variant> one = {variants().back()};  // -O0 compiles fastest
+  auto fails = [&](const std::string& t) { return checkProgram(t, one, damage).verdict == Verdict::Mismatch; };
+  std::string small = shrinkProgram(kSmallProgram, fails, 200);
+  INFO(small);
+  CHECK(fails(small));
+  // The size, the input and at most one statement besides the output, with no exp and no b.
+  CHECK(countLines(small) <= 4);
+  CHECK(small.find("exp") == std::string::npos);
+  CHECK(small.find("input b") == std::string::npos);
+}
