@@ -19,6 +19,7 @@ const char* strategyName(CudaStrategy s) {
     case CudaStrategy::GridStride: return "grid-stride";
     case CudaStrategy::BlockReduce: return "block-reduce";
     case CudaStrategy::TiledContraction: return "tiled-contract";
+    case CudaStrategy::RowBlock: return "row-block";
   }
   return "?";
 }
@@ -123,6 +124,8 @@ class KernelGen {
       info.strategy = CudaStrategy::TiledContraction;
     } else if (o_.blockReductions && blockReduce(*inner, body, info)) {
       info.strategy = CudaStrategy::BlockReduce;
+    } else if (o_.blockReductions && o_.rowBlocks && rowBlock(*inner, body, info)) {
+      info.strategy = CudaStrategy::RowBlock;
     } else {
       body.clear();
       gridStride(*inner, body, info);
@@ -466,6 +469,309 @@ class KernelGen {
     out += "    }\n  }\n";
     info.mapping = mapping;
     return true;
+  }
+
+  // ---- row-block ---------------------------------------------------------------------------------
+  // A fused row kernel's body (inner, per row of the left-hand loops) is a sequence of phases:
+  // accumulator initialisations, loops (reducing into row accumulators, storing, or both) and
+  // stores of row scalars. Each loop's perfect nest is flattened and strided over the block's
+  // threads; each row accumulator it updates is combined across the block after it.
+  struct RowPhase {
+    const Stmt* stmt = nullptr;
+    std::vector<const Stmt*> nest;  // Loop: the perfect nest strided over the threads
+    int64_t extent = 1;             // Loop: its flattened iterations
+    std::vector<int> reduced;       // the row accumulators combined after it, in order
+    std::vector<ReduceKind> kinds;  // and how
+    std::set<int> stores;           // buffers written
+    struct Access {
+      int buffer;
+      bool write;
+      const std::vector<IndexExpr>* index;
+    };
+    std::vector<Access> accesses;
+  };
+
+  // What a loop body touches, at any depth.
+  struct Touches {
+    std::set<int> localAccs, readAccs;
+    std::map<int, ReduceKind> updatedAccs;
+    std::vector<const Stmt*> stores;
+    std::vector<const Expr*> loads;
+  };
+  static void collectTouches(const Stmt& s, Touches& t) {
+    switch (s.kind) {
+      case StmtKind::AccInit: t.localAccs.insert(s.acc); break;
+      case StmtKind::AccUpdate: t.updatedAccs.emplace(s.acc, s.reduce); break;
+      case StmtKind::Store: t.stores.push_back(&s); break;
+      case StmtKind::Loop:
+      case StmtKind::Guard: break;
+    }
+    if (s.kind == StmtKind::Store || s.kind == StmtKind::AccUpdate) {
+      collectLoads(s.value, t.loads);
+      collectAccReads(s.value, t.readAccs);
+    }
+    for (const Stmt& b : s.body) collectTouches(b, t);
+  }
+  static void collectAccReads(const Expr& e, std::set<int>& out) {
+    if (e.kind == ExprKind::AccRead) out.insert(e.acc);
+    for (const Expr& a : e.args) collectAccReads(a, out);
+  }
+  static bool isVar(const IndexExpr& ix, int var) { return ix.kind == IndexExpr::Kind::Var && ix.var == var; }
+
+  // Splits inner into phases; false when some statement does not fit the strategy (a guard or an
+  // update at the row level, a loop that reads a row accumulator it also reduces, a store that
+  // several threads would make, a read of an element another thread of the same phase writes).
+  bool planRow(const std::vector<Stmt>& inner, std::vector<RowPhase>& phases) const {
+    std::map<int, ReduceKind> rowAccs;
+    std::set<int> fresh;  // row accumulators holding their identity (initialised, not yet reduced)
+    for (const Stmt& s : inner) {
+      RowPhase ph;
+      ph.stmt = &s;
+      if (s.kind == StmtKind::AccInit) {
+        rowAccs[s.acc] = s.reduce;
+        fresh.insert(s.acc);
+      } else if (s.kind == StmtKind::Store) {
+        std::set<int> reads;
+        collectAccReads(s.value, reads);
+        for (int acc : reads)
+          if (!rowAccs.count(acc)) return false;
+        std::vector<const Expr*> loads;
+        collectLoads(s.value, loads);
+        for (const Expr* e : loads) ph.accesses.push_back({e->buffer, false, &e->index});
+        ph.stores.insert(s.buffer);
+        ph.accesses.push_back({s.buffer, true, &s.index});
+      } else if (s.kind == StmtKind::Loop) {
+        for (const Stmt* l = &s;; l = &l->body[0]) {
+          ph.nest.push_back(l);
+          ph.extent *= l->extent;
+          if (l->body.size() != 1 || l->body[0].kind != StmtKind::Loop) break;
+        }
+        Touches t;
+        collectTouches(s, t);
+        for (const auto& [acc, kind] : t.updatedAccs) {
+          if (t.localAccs.count(acc)) {
+            if (rowAccs.count(acc)) return false;  // a row accumulator re-initialised per iteration
+            continue;
+          }
+          if (!rowAccs.count(acc) || !fresh.count(acc) || rowAccs[acc] != kind || t.readAccs.count(acc)) return false;
+          ph.reduced.push_back(acc);
+          ph.kinds.push_back(kind);
+        }
+        for (int acc : ph.reduced) fresh.erase(acc);
+        // Every thread holds a row accumulator's value; one initialised inside a loop holds, in
+        // each thread, what that thread's last iteration left, so nothing after the loop may read it.
+        for (int acc : t.readAccs)
+          if (!t.localAccs.count(acc) && !rowAccs.count(acc)) return false;
+        for (int acc : t.localAccs) rowAccs.erase(acc);
+        // Distinct strided iterations must store distinct elements: every strided variable indexes
+        // some dimension of every store.
+        for (const Stmt* st : t.stores) {
+          for (const Stmt* l : ph.nest) {
+            bool indexed = std::any_of(st->index.begin(), st->index.end(), [&](const IndexExpr& ix) { return isVar(ix, l->var); });
+            if (!indexed) return false;
+          }
+          ph.stores.insert(st->buffer);
+          ph.accesses.push_back({st->buffer, true, &st->index});
+        }
+        // A buffer written in this phase is read only where the same thread writes it.
+        for (const Expr* e : t.loads) {
+          ph.accesses.push_back({e->buffer, false, &e->index});
+          if (!ph.stores.count(e->buffer)) continue;
+          bool own = std::any_of(t.stores.begin(), t.stores.end(), [&](const Stmt* st) {
+            if (st->buffer != e->buffer || st->index.size() != e->index.size()) return false;
+            for (size_t d = 0; d < e->index.size(); ++d)
+              if (!sameIndex(st->index[d], e->index[d], -1, -1)) return false;
+            return true;
+          });
+          if (!own) return false;
+        }
+      } else {
+        return false;
+      }
+      phases.push_back(std::move(ph));
+    }
+    return std::any_of(phases.begin(), phases.end(), [](const RowPhase& ph) { return !ph.reduced.empty(); });
+  }
+
+  // Whether every buffer the row body writes is touched only at elements of the current row (the
+  // left-hand variables index the same dimensions in every access), so consecutive rows of a
+  // block need no barrier between them.
+  bool rowPrivate(const std::vector<Stmt>& inner) const {
+    std::map<int, std::vector<const std::vector<IndexExpr>*>> accesses;
+    std::set<int> written;
+    std::function<void(const Stmt&)> visit = [&](const Stmt& s) {
+      std::vector<const Expr*> loads;
+      if (s.kind == StmtKind::Store || s.kind == StmtKind::AccUpdate) collectLoads(s.value, loads);
+      for (const Expr* e : loads) accesses[e->buffer].push_back(&e->index);
+      if (s.kind == StmtKind::Store) {
+        accesses[s.buffer].push_back(&s.index);
+        written.insert(s.buffer);
+      }
+      for (const Stmt& b : s.body) visit(b);
+    };
+    for (const Stmt& s : inner) visit(s);
+    for (int b : written)
+      for (const Stmt* l : lhs_) {
+        std::set<size_t> dims;
+        for (size_t d = 0; d < p_.buffers[b].shape.size(); ++d) dims.insert(d);
+        for (const std::vector<IndexExpr>* idx : accesses[b])
+          for (size_t d = 0; d < idx->size(); ++d)
+            if (!isVar((*idx)[d], l->var)) dims.erase(d);
+        if (dims.empty()) return false;
+      }
+    return true;
+  }
+
+  bool rowBlock(const std::vector<Stmt>& inner, std::string& out, CudaKernel& info) const {
+    // A single reduction and its store is block-reduce's shape; when that declined (too few
+    // terms), one thread per output is the better mapping here too.
+    if (inner.size() == 3 && inner[0].kind == StmtKind::AccInit && inner[1].kind == StmtKind::Loop && inner[2].kind == StmtKind::Store)
+      return false;
+    std::vector<RowPhase> phases;
+    if (!planRow(inner, phases)) return false;
+    int64_t longest = 1;
+    size_t maxReduced = 0;
+    for (const RowPhase& ph : phases) {
+      longest = std::max(longest, ph.extent);
+      maxReduced = std::max(maxReduced, ph.reduced.size());
+    }
+    // Rows shorter than a warp: one thread per row (grid-stride) fills the GPU better, unless the
+    // rows are too few to fill it either way.
+    if (longest < 32 && outputs_ > 16384) return false;
+    // The block: the configured size, halved while a whole row still fits in half of it (a warp
+    // at least), so that short rows do not leave most threads idle.
+    int b = o_.threadsPerBlock;
+    while (b > 32 && b / 2 >= longest) b /= 2;
+    int warps = b / 32;
+    info.threads = b;
+    info.blocks = std::max<int64_t>(1, std::min<int64_t>(outputs_, o_.maxBlocks));
+
+    std::vector<std::string> mapping;
+    if (warps > 1) out += fmt::format("  __shared__ {} partial[{}][{}];  // per-warp partials of the row reductions\n", t_, maxReduced, warps);
+    out += fmt::format("  for ({} row = blockIdx.x; row < {}; row += gridDim.x) {{\n", idx_, outputs_);
+    unflatten(lhs_, "row", 2, out, &mapping);
+    for (std::string& m : mapping) {
+      size_t arrow = m.find("→ ");
+      if (m.substr(arrow + 4) == "row") m = m.substr(0, arrow + 4) + "blockIdx.x";
+    }
+    mapping.push_back(fmt::format("row = blockIdx.x, grid-stride by gridDim.x over {} rows", outputs_));
+    out += declareAccs(2);
+
+    // Barriers: a phase waits for the block when it reads an element written since the last
+    // barrier, or writes one read or written since then, unless the same thread made that access
+    // (sameThread).
+    std::vector<std::pair<const RowPhase*, RowPhase::Access>> since;
+    auto sync = [&](const char* why) {
+      out += fmt::format("    __syncthreads();  // {}\n", why);
+      since.clear();
+    };
+    int phaseNo = 0;
+    for (const RowPhase& ph : phases) {
+      const Stmt& s = *ph.stmt;
+      bool readAfterWrite = false, writeAfterUse = false;
+      for (const auto& [before, a] : since)
+        for (const RowPhase::Access& b : ph.accesses) {
+          if (a.buffer != b.buffer || !(a.write || b.write) || sameThread(*before, a, ph, b)) continue;
+          (b.write ? writeAfterUse : readAfterWrite) = true;
+        }
+      if (readAfterWrite) sync("this phase reads what other threads wrote");
+      else if (writeAfterUse) sync("this phase overwrites what other threads use");
+      if (s.kind == StmtKind::AccInit) {
+        stmt(s, 2, out);
+      } else if (s.kind == StmtKind::Store) {
+        out += "    if (threadIdx.x == 0) {  // a row scalar: every thread holds the accumulators\n";
+        stmt(s, 3, out);
+        out += "    }\n";
+      } else {
+        ++phaseNo;
+        out += fmt::format("    // phase {}\n", phaseNo);
+        out += fmt::format("    for ({} e = threadIdx.x; e < {}; e += {}) {{\n", idx_, ph.extent, b);
+        std::vector<std::string> nestMapping;
+        unflatten(ph.nest, "e", 3, out, &nestMapping);
+        std::string stride = fmt::format("threadIdx.x + {}*s, s < {}", b, (ph.extent + b - 1) / b);
+        std::string what;
+        for (int buf : ph.stores) what += fmt::format("{}{}", what.empty() ? "stores " : ", ", p_.buffers[buf].name);
+        for (size_t n = 0; n < ph.reduced.size(); ++n)
+          what += fmt::format("{}{} into acc{}", what.empty() ? "" : ", ", reduceName(ph.kinds[n]), ph.reduced[n]);
+        for (std::string& m : nestMapping) {
+          size_t arrow = m.find("→ ");
+          if (m.substr(arrow + 4) == "e") m = m.substr(0, arrow + 4) + stride;
+          mapping.push_back(fmt::format("phase {}: {}", phaseNo, m));
+        }
+        if (ph.nest.size() > 1) mapping.push_back(fmt::format("phase {}: e = {}", phaseNo, stride));
+        mapping.push_back(fmt::format("phase {}: {}{}", phaseNo, what.empty() ? "no stores" : what,
+                                      ph.reduced.empty() ? "" : ", combined across the block and broadcast"));
+        for (const Stmt& st : ph.nest.back()->body) stmt(st, 3, out);
+        out += "    }\n";
+      }
+      for (const RowPhase::Access& a : ph.accesses) since.push_back({&ph, a});
+      if (ph.reduced.empty()) continue;
+
+      // Every lane ends with its warp's value (xor butterfly); one value per warp goes through
+      // shared memory, and every warp combines those, so every thread holds the row's value.
+      auto butterfly = [&]() {
+        out += "    for (int o = 16; o > 0; o >>= 1) {\n";
+        for (size_t n = 0; n < ph.reduced.size(); ++n) {
+          std::string a = fmt::format("acc{}", ph.reduced[n]);
+          out += fmt::format("      {} = {};\n", a, combine(ph.kinds[n], a, fmt::format("__shfl_xor_sync(0xffffffffu, {}, o)", a)));
+        }
+        out += "    }\n";
+      };
+      out += "    // combine the threads' partials: warp shuffles";
+      out += warps > 1 ? ", then shared memory\n" : " (one warp)\n";
+      butterfly();
+      if (warps == 1) continue;
+      out += "    if ((threadIdx.x & 31) == 0) {\n";
+      for (size_t n = 0; n < ph.reduced.size(); ++n) out += fmt::format("      partial[{}][threadIdx.x >> 5] = acc{};\n", n, ph.reduced[n]);
+      out += "    }\n";
+      sync("the partials are written, and so is everything the phase stored");
+      for (size_t n = 0; n < ph.reduced.size(); ++n)
+        out += fmt::format("    acc{} = (threadIdx.x & 31) < {} ? partial[{}][threadIdx.x & 31] : {};\n", ph.reduced[n], warps, n,
+                           identity(ph.kinds[n]));
+      butterfly();
+      sync("partial is rewritten by the next reduction");
+    }
+    if (!since.empty() && !rowPrivate(inner))
+      sync("the block's next row may touch what this row touched");
+    out += "  }\n";
+    info.mapping = mapping;
+    return true;
+  }
+
+  // Whether access a of phase p and access b of phase q touch each element from the same thread:
+  // both loops stride the same nest shape over the threads, and b's index is a's with p's strided
+  // variables read as q's (the stores of a loop are indexed by every strided variable, so an
+  // element names its iteration, and so its thread).
+  static bool sameThread(const RowPhase& p, const RowPhase::Access& a, const RowPhase& q, const RowPhase::Access& b) {
+    if (p.nest.empty() || p.nest.size() != q.nest.size() || a.index->size() != b.index->size()) return false;
+    std::map<int, int> rename;
+    for (size_t n = 0; n < p.nest.size(); ++n) {
+      if (p.nest[n]->extent != q.nest[n]->extent) return false;
+      rename[p.nest[n]->var] = q.nest[n]->var;
+    }
+    for (size_t d = 0; d < a.index->size(); ++d)
+      if (!sameIndexRenamed((*a.index)[d], (*b.index)[d], rename)) return false;
+    return true;
+  }
+  static bool sameIndexRenamed(const IndexExpr& a, const IndexExpr& b, const std::map<int, int>& rename) {
+    if (a.kind != b.kind || a.constant != b.constant || a.ops.size() != b.ops.size()) return false;
+    if (a.kind == IndexExpr::Kind::Var) {
+      auto it = rename.find(a.var);
+      return (it == rename.end() ? a.var : it->second) == b.var;
+    }
+    for (size_t i = 0; i < a.ops.size(); ++i)
+      if (!sameIndexRenamed(a.ops[i], b.ops[i], rename)) return false;
+    return true;
+  }
+
+  static const char* reduceName(ReduceKind r) {
+    switch (r) {
+      case ReduceKind::Sum: return "sum";
+      case ReduceKind::Prod: return "product";
+      case ReduceKind::Max: return "max";
+      case ReduceKind::Min: return "min";
+    }
+    return "?";
   }
 
   // ---- tiled contraction ---------------------------------------------------------------------------

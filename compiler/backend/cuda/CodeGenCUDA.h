@@ -2,12 +2,15 @@
 //
 // Each kernel takes every buffer of the program as a parameter, in buffer order (const unless it
 // is the kernel's output), so the launcher passes the same pointer table to every kernel. Each
-// kernel is mapped onto a 1-D grid by one of three strategies (docs/cuda.md):
+// kernel is mapped onto a 1-D grid by one of four strategies (docs/cuda.md):
 //   grid-stride      the left-hand loops flattened into one index t that each thread strides
 //                    over (t = blockIdx.x*B+threadIdx.x, step gridDim.x*B); reductions run
 //                    serially in the thread;
 //   block-reduce     one block per output element (row), its threads striding over the
 //                    reduction, combined with warp shuffles and a shared-memory step;
+//   row-block        one block per row of a fused row kernel (softmax, layernorm): each loop of
+//                    the row body is strided over the block's threads, each reduction in it
+//                    combined across the block and broadcast to every thread;
 //   tiled-contract   a sum over one variable k of terms that read (i,k) and (k,j) tiles, staged
 //                    through shared memory, each thread computing a register block of outputs
 //                    (128x128 tiles of 8x8 per thread, 64x64 of 4x4 for smaller outputs),
@@ -25,7 +28,7 @@
 
 namespace texc {
 
-enum class CudaStrategy : uint8_t { GridStride, BlockReduce, TiledContraction };
+enum class CudaStrategy : uint8_t { GridStride, BlockReduce, TiledContraction, RowBlock };
 const char* strategyName(CudaStrategy s);
 
 struct CudaKernel {
@@ -45,9 +48,10 @@ struct CudaModule {
 
 struct CudaCodeGenOptions {
   std::string symbolPrefix = "texc_";
-  int threadsPerBlock = 256;     // grid-stride and block-reduce kernels; a power of two >= 32
+  int threadsPerBlock = 256;     // grid-stride, block-reduce and row-block kernels; a power of two >= 32
   int64_t maxBlocks = 8192;      // the grid-stride loops cover the rest
-  bool blockReductions = true;   // block-reduce where it fits (else grid-stride)
+  bool blockReductions = true;   // block-reduce where it fits (else grid-stride); false also disables row-block
+  bool rowBlocks = true;         // row-block where it fits (else grid-stride)
   bool tiledContractions = true;  // tiled-contract where it fits (else grid-stride)
 };
 

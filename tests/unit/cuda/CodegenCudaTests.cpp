@@ -1,5 +1,6 @@
 // CodeGenCUDA: which mapping each kind of kernel gets, the dump's mapping comments, guards,
 // low-precision storage, and that every suite program generates (no GPU or NVRTC needed).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -69,6 +70,110 @@ TEST_CASE("codegen-cuda: softmax's row reductions are block reductions with warp
   CHECK(has(m.source, "__shared__ float partial[8];"));
   CHECK(has(m.source, "texc_max(acc0, "));
   CHECK(has(m.source, "__syncthreads();"));
+}
+
+TEST_CASE("codegen-cuda: fused softmax and layernorm are row-block kernels: a block per row, its phases block-strided", "[cuda][codegen]") {
+  for (const char* name : {"softmax.tex", "layernorm.tex"}) {
+    INFO(name);
+    CudaModule m = generate(name);
+    REQUIRE(m.kernels.size() == 1);
+    const CudaKernel& k = m.kernels[0];
+    CHECK(k.strategy == CudaStrategy::RowBlock);
+    CHECK(k.threads == 256);
+    CHECK(k.blocks == 4096);
+    CHECK(has(m.source, "__shared__ float partial[1][8];"));
+    CHECK(has(m.source, "for (int e = threadIdx.x; e < 4096; e += 256) {"));
+    CHECK(has(m.source, "acc1 = acc1 + __shfl_xor_sync(0xffffffffu, acc1, o);"));
+    CHECK(has(m.source, "acc1 = (threadIdx.x & 31) < 8 ? partial[0][threadIdx.x & 31] : 0.0f;"));
+    REQUIRE(k.mapping.size() >= 3);
+    CHECK(k.mapping[0] == "i → blockIdx.x");
+    CHECK(std::count(k.mapping.begin(), k.mapping.end(), "phase 3: j → threadIdx.x + 256*s, s < 16") == 1);
+  }
+  CudaModule softmax = generate("softmax.tex");
+  CHECK(has(softmax.source, "acc0 = texc_max(acc0, __shfl_xor_sync(0xffffffffu, acc0, o));"));
+  // The exp-and-sum loop stores and reduces; the next one reads y after the block's barriers.
+  CHECK(has(softmax.source, "//   phase 2: stores y, sum into acc1, combined across the block and broadcast"));
+  // Rows shorter than a warp: one warp per row, no shared memory, and no barrier: each thread
+  // reads back only the y it stored itself.
+  CudaModule tiny = generate("softmax.tex", {"R=5", "D=7"});
+  REQUIRE(tiny.kernels.size() == 1);
+  CHECK(tiny.kernels[0].strategy == CudaStrategy::RowBlock);
+  CHECK(tiny.kernels[0].threads == 32);
+  CHECK_FALSE(has(tiny.source, "partial["));
+  CHECK(has(tiny.source, "acc1 = acc1 + __shfl_xor_sync(0xffffffffu, acc1, o);"));
+  CHECK_FALSE(has(tiny.source, "__syncthreads()"));
+  // Many rows shorter than a warp: one thread per row.
+  CHECK(generate("softmax.tex", {"R=20000", "D=7"}).kernels[0].strategy == CudaStrategy::GridStride);
+}
+
+TEST_CASE("codegen-cuda: row-block can be switched off, and leaves row bodies it cannot map to grid-stride", "[cuda][codegen]") {
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "softmax.tex", {"R=5", "D=300"});
+  std::unique_ptr<Compilation> c = compileTo(p, Stage::Loops);
+  REQUIRE(c->ok);
+  REQUIRE(generateCUDA(*c->state.loops, {}).kernels[0].strategy == CudaStrategy::RowBlock);
+  CudaCodeGenOptions o;
+  o.rowBlocks = false;
+  CHECK(generateCUDA(*c->state.loops, o).kernels[0].strategy == CudaStrategy::GridStride);
+  // A loop that reads the accumulator it reduces (a running value) keeps its serial semantics.
+  loops::LoopProgram changed = *c->state.loops;
+  loops::Stmt& body = changed.kernels[0].body[0];
+  REQUIRE(body.body.size() == 5);
+  loops::Stmt& expSum = body.body[3];
+  REQUIRE(expSum.body.size() == 2);
+  loops::Expr running;
+  running.kind = loops::ExprKind::AccRead;
+  running.acc = expSum.body[1].acc;
+  expSum.body[0].value = running;
+  CHECK(generateCUDA(changed, {}).kernels[0].strategy == CudaStrategy::GridStride);
+  // A store every thread would make (y[i, 0] in a loop over j) keeps its serial semantics too.
+  changed = *c->state.loops;
+  loops::Stmt& normalise = changed.kernels[0].body[0].body[4];
+  REQUIRE(normalise.body[0].kind == loops::StmtKind::Store);
+  normalise.body[0].index[1] = IndexExpr::makeConst(0);
+  CHECK(generateCUDA(changed, {}).kernels[0].strategy == CudaStrategy::GridStride);
+}
+
+TEST_CASE("codegen-cuda: a row-block phase that reads what other threads stored waits for the block", "[cuda][codegen]") {
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "softmax.tex", {"R=3", "D=300"});
+  std::unique_ptr<Compilation> c = compileTo(p, Stage::Loops);
+  REQUIRE(c->ok);
+  // Softmax's row body, then: acc2 = -inf; for j { acc2 = max(acc2, y[i, 299 - j]) } -- y[i, 299 - j]
+  // was stored by another thread in the phase before, which has no reduction (no barrier).
+  loops::LoopProgram changed = *c->state.loops;
+  loops::Kernel& k = changed.kernels[0];
+  std::vector<loops::Stmt>& row = k.body[0].body;
+  REQUIRE(row.size() == 5);
+  const loops::Stmt& normalise = row[4];
+  REQUIRE(normalise.body[0].kind == loops::StmtKind::Store);
+  loops::Stmt init;
+  init.kind = loops::StmtKind::AccInit;
+  init.acc = k.numAccs++;
+  init.reduce = ReduceKind::Max;
+  loops::Expr mirrored;
+  mirrored.kind = loops::ExprKind::Load;
+  mirrored.buffer = normalise.body[0].buffer;
+  mirrored.index = normalise.body[0].index;
+  IndexExpr j = mirrored.index[1];
+  mirrored.index[1] = IndexExpr{};
+  mirrored.index[1].kind = IndexExpr::Kind::Sub;
+  mirrored.index[1].ops = {IndexExpr::makeConst(299), j};
+  loops::Stmt update;
+  update.kind = loops::StmtKind::AccUpdate;
+  update.acc = init.acc;
+  update.reduce = ReduceKind::Max;
+  update.value = mirrored;
+  loops::Stmt loop = normalise;
+  loop.body = {update};
+  row.push_back(init);
+  row.push_back(loop);
+  CudaModule m = generateCUDA(changed, {});
+  REQUIRE(m.kernels[0].strategy == CudaStrategy::RowBlock);
+  CHECK(has(m.source, "__syncthreads();  // this phase reads what other threads wrote\n    // phase 4\n"));
+  CHECK(has(m.source, "acc2 = texc_max(acc2, y_p[300 * i_ + (299 - j_)]);"));
+  // Phases 2 and 3 follow a reduction's barriers: no barrier of their own.
+  CHECK_FALSE(has(m.source, "__syncthreads();  // this phase reads what other threads wrote\n    // phase 3\n"));
+  // y is only touched in row i: no barrier between rows.
+  CHECK_FALSE(has(m.source, "the block's next row"));
 }
 
 TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with register blocks", "[cuda][codegen]") {

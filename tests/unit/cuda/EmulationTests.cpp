@@ -54,8 +54,13 @@ std::vector<TestProgram> extraPrograms() {
       makeProgram(ex / "matmul.tex", {"M=130", "K=20", "N=129"}),  // 128x128 tiles, 8x8 per thread
       makeProgram(ex / "matmul_bias_gelu.tex", {"M=33", "K=48", "N=17"}),
       makeProgram(e2e / "bmm.tex", {"B=2", "M=20", "K=17", "N=18"}),
+      // Fused row kernels (row-block) with 64-thread blocks: rows of several strides with a
+      // partial last one, rows shorter than a warp, and more rows than blocks.
       makeProgram(ex / "softmax.tex", {"R=3", "D=300"}),
+      makeProgram(ex / "softmax.tex", {"R=4", "D=7"}),
       makeProgram(ex / "layernorm.tex", {"R=3", "D=300"}),
+      makeProgram(ex / "layernorm.tex", {"R=7", "D=65"}),
+      makeProgram(ex / "attention.tex", {"N=70", "Dh=5"}),
       makeProgram(ex / "conv_pool.tex", {"N=1", "C=4", "K=3", "H=10", "W=8"}),
   };
 }
@@ -110,10 +115,11 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
   CHECK(strategies[CudaStrategy::GridStride] > 0);
   CHECK(strategies[CudaStrategy::BlockReduce] > 0);
   CHECK(strategies[CudaStrategy::TiledContraction] > 0);
+  CHECK(strategies[CudaStrategy::RowBlock] > 0);
   CHECK(float4Programs > 0);  // the vectorised elementwise kernels
-  WARN(fmt::format("{} programs: {} grid-stride kernels (float4 ones in {} programs), {} block-reduce, {} tiled", cases.size(),
-                   strategies[CudaStrategy::GridStride], float4Programs, strategies[CudaStrategy::BlockReduce],
-                   strategies[CudaStrategy::TiledContraction]));
+  WARN(fmt::format("{} programs: {} grid-stride kernels (float4 ones in {} programs), {} block-reduce, {} tiled, {} row-block",
+                   cases.size(), strategies[CudaStrategy::GridStride], float4Programs, strategies[CudaStrategy::BlockReduce],
+                   strategies[CudaStrategy::TiledContraction], strategies[CudaStrategy::RowBlock]));
 
   fs::path src = dir / "kernels.cpp";
   fs::path lib = dir / "kernels.so";
