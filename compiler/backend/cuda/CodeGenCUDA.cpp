@@ -505,6 +505,8 @@ class KernelGen {
       case StmtKind::Store: t.stores.push_back(&s); break;
       case StmtKind::Loop:
       case StmtKind::Guard: break;
+      case StmtKind::Pack:
+      case StmtKind::Tile: break;  // CPU tiling only; the tile pass is skipped for --target cuda
     }
     if (s.kind == StmtKind::Store || s.kind == StmtKind::AccUpdate) {
       collectLoads(s.value, t.loads);
