@@ -96,7 +96,7 @@ int commandCompare(const CompareOptions& o) {
     std::unique_ptr<CpuExecutable> exe;
     std::unique_ptr<CudaExecutable> gpuExe;
     try {
-      if (cuda) gpuExe = CudaExecutable::load(*gpu, *c->state.cuda, *c->state.loops);
+      if (cuda) gpuExe = CudaExecutable::load(*gpu, *c->state.cuda, *c->state.loops, c->state.memoryPlan ? &*c->state.memoryPlan : nullptr);
     } catch (const std::runtime_error& e) {
       throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
     }

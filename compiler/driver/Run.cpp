@@ -130,7 +130,7 @@ int commandRun(const RunOptions& o) {
   std::unique_ptr<CudaExecutable> gpuExe;
   if (cuda) {
     try {
-      gpuExe = CudaExecutable::load(*gpu, *c->state.cuda, *c->state.loops);
+      gpuExe = CudaExecutable::load(*gpu, *c->state.cuda, *c->state.loops, c->state.memoryPlan ? &*c->state.memoryPlan : nullptr);
     } catch (const std::runtime_error& e) {
       throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
     }

@@ -6,6 +6,7 @@
 
 #include "CudaTestSupport.h"
 #include "compiler/backend/cuda/CodeGenCUDA.h"
+#include "compiler/backend/cuda/CudaExecutable.h"
 #include "compiler/passes/Pipeline.h"
 
 namespace texc::cudatest {
@@ -310,6 +311,39 @@ TEST_CASE("codegen-cuda: the cuda target replaces the LLVM passes in the pipelin
   for (const PassInfo* p : buildPipeline(Stage::Loops, Target::Cuda)) a += p->name;
   for (const PassInfo* p : buildPipeline(Stage::Loops, Target::Cpu)) b += p->name;
   CHECK(a == b);
+}
+
+// The device arena follows the memory plan: gelu unfused has 10 temps; on the cuda target they
+// are planned without in-place writes, so temps whose lifetimes overlap never share a byte, dead
+// ones are reused, and inputs and outputs have bytes of their own. No GPU needed: the layout is
+// what CudaExecutable allocates and binds.
+TEST_CASE("codegen-cuda: the device arena is laid out by the memory plan, without in-place writes", "[cuda][codegen]") {
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "gelu.tex", {"N=4", "D=8"});
+  std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA, Target::Cuda, FuseMode::None);
+  REQUIRE(c->ok);
+  REQUIRE(c->state.memoryPlan);
+  const loops::LoopProgram& lp = *c->state.loops;
+  const loops::MemoryPlan& plan = *c->state.memoryPlan;
+  for (const loops::PlannedTemp& t : plan.temps) CHECK_FALSE(t.inPlace);
+  CHECK(plan.temps.size() == 10);
+  DeviceArenaLayout planned = deviceArenaLayout(lp, &plan);
+  DeviceArenaLayout naive = deviceArenaLayout(lp, nullptr);
+  CHECK(planned.bytes < naive.bytes);
+  auto bytesOf = [&](size_t b) { return static_cast<size_t>(lp.buffers[b].numElements()) * dtypeBytes(lp.buffers[b].dtype); };
+  auto lifetime = [&](size_t b) -> std::pair<int, int> {
+    if (const loops::PlannedTemp* t = plan.find(static_cast<int>(b))) return {t->defKernel, t->lastKernel};
+    return {-1, 1 << 30};  // inputs and outputs live throughout
+  };
+  for (size_t a = 0; a < lp.buffers.size(); ++a)
+    for (size_t b = a + 1; b < lp.buffers.size(); ++b) {
+      auto [da, la] = lifetime(a);
+      auto [db, lb] = lifetime(b);
+      bool overlapInTime = da <= lb && db <= la;
+      bool overlapInBytes = planned.offsets[a] < planned.offsets[b] + bytesOf(b) && planned.offsets[b] < planned.offsets[a] + bytesOf(a);
+      INFO(lp.buffers[a].name << " and " << lp.buffers[b].name);
+      CHECK_FALSE((overlapInTime && overlapInBytes));
+      CHECK(planned.offsets[a] % 64 == 0);
+    }
 }
 
 }  // namespace
