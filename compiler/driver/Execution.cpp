@@ -10,6 +10,7 @@
 #include "compiler/driver/Frontend.h"
 #include "runtime/Half.h"
 #include "runtime/Npy.h"
+#include "runtime/SplitMix64.h"
 
 namespace texc {
 
@@ -39,22 +40,6 @@ std::vector<double> toDoubles(const Tensor& t) {
   for (int64_t i = 0; i < n; ++i) out[i] = loadElement(t, i);
   return out;
 }
-
-namespace {
-
-// splitmix64: a small generator whose stream is the same on every platform.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; }  // [-1, 1)
-};
-
-}  // namespace
 
 void fillRandom(Tensor& t, uint64_t seed, size_t inputIndex) {
   SplitMix64 rng{seed * 0x100000001B3ull + inputIndex};

@@ -8,20 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "runtime/SplitMix64.h"
+
 namespace texc::random {
 namespace {
 
-// splitmix64: small, fast, and the same sequence everywhere.
-struct Rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+// splitmix64 (the same sequence everywhere), with the choices the generator makes.
+struct Rng : SplitMix64 {
   int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
-  bool chance(double p) { return static_cast<double>(next() >> 11) * 0x1.0p-53 < p; }
+  bool chance(double p) { return unit() < p; }
   template <class T>
   const T& pick(const std::vector<T>& v) {
     return v[static_cast<size_t>(below(static_cast<int>(v.size())))];

@@ -28,6 +28,7 @@
 #include "runtime/Buffer.h"
 #include "runtime/Half.h"
 #include "runtime/Npy.h"
+#include "runtime/SplitMix64.h"
 
 extern char** environ;
 
@@ -145,16 +146,7 @@ std::vector<double> toDoubles(const Tensor& t) {
 }
 
 // splitmix64, seeded per program and input, so inputs do not depend on the order tests run in.
-struct Rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-52 - 1.0; }  // [-1, 1)
-};
+using Rng = SplitMix64;
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ull;

@@ -16,6 +16,7 @@
 
 #include "compiler/passes/Pipeline.h"
 #include "frontend/Parser.h"
+#include "runtime/SplitMix64.h"
 
 namespace texc::passtest {
 
@@ -249,15 +250,8 @@ std::string graphStructure(const Graph& g) {
 namespace {
 
 // splitmix64, for inputs that are the same on every platform.
-struct Random {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform(double lo, double hi) { return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1.0p-53; }
+struct Random : SplitMix64 {
+  double uniform(double lo, double hi) { return lo + (hi - lo) * unit(); }
 };
 
 uint64_t bitsOf(double d) {
