@@ -153,8 +153,8 @@ class KernelGen {
     }
   }
 
-  // ---- packed panels and register tiles (the tile pass) ---------------------------------------
-  // for (v = start; v < end; ++v) body(v), with run-time bounds.
+  // for (v = start; v < end; ++v) body(v): the loop of every Loop statement and of the tile
+  // pass's packing and tiles. The increment is nuw/nsw: trip counts are known and small.
   template <class Body>
   void countedLoop(const std::string& name, llvm::Value* start, llvm::Value* end, Body body) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
@@ -173,6 +173,7 @@ class KernelGen {
     b_.SetInsertPoint(exit);
   }
 
+  // ---- packed panels and register tiles (the tile pass) ---------------------------------------
   llvm::AllocaInst* entryAlloca(llvm::Type* t, int64_t count, const std::string& name) {
     llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
     llvm::AllocaInst* a = eb.CreateAlloca(t, llvm::ConstantInt::get(i64_, count), name);
@@ -442,26 +443,13 @@ class KernelGen {
 
   // for (v = start; v < end; ++v) with start/end constants, or [lo, hi) for the parallel loop.
   void loop(const Stmt& s, bool usesChunk) {
-    const std::string& name = k_.varNames[s.var];
     llvm::Value* start = usesChunk ? lo_ : llvm::ConstantInt::get(i64_, 0);
     llvm::Value* end = usesChunk ? hi_ : llvm::ConstantInt::get(i64_, s.extent);
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* header = llvm::BasicBlock::Create(ctx_, name + ".loop", fn_);
-    auto* bodyBB = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
-    auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode* iv = b_.CreatePHI(i64_, 2, name);
-    iv->addIncoming(start, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(iv, end), bodyBB, exit);
-    b_.SetInsertPoint(bodyBB);
-    vars_[s.var] = iv;
-    for (const Stmt& c : s.body) stmt(c, false);
-    vars_[s.var] = nullptr;
-    llvm::Value* next = b_.CreateAdd(iv, llvm::ConstantInt::get(i64_, 1), name + ".next", /*HasNUW=*/true, /*HasNSW=*/true);
-    iv->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(header);
-    b_.SetInsertPoint(exit);
+    countedLoop(k_.varNames[s.var], start, end, [&](llvm::Value* iv) {
+      vars_[s.var] = iv;
+      for (const Stmt& c : s.body) stmt(c, false);
+      vars_[s.var] = nullptr;
+    });
   }
 
   // ---- values --------------------------------------------------------------------------------
