@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <iostream>
 #include <limits>
 #include <optional>
 
@@ -30,6 +31,7 @@
 #include "runtime/ThreadPool.h"
 #include "tests/unit/e2e/ErrorBound.h"
 #include "tests/unit/e2e/Tolerance.h"
+#include "tests/random/EmulatedCuda.h"
 
 namespace texc::random {
 
@@ -56,7 +58,20 @@ const std::vector<Variant>& variants() {
       {"--no-tile -O3", with(3, FuseMode::All, true, false), {2}},
       {"--no-tile --no-plan -O0", with(0, FuseMode::All, false, false), {1}},
   };
-  return table;
+  // The CUDA target through the emulation (EmulatedCuda.h), where a host C++ compiler exists.
+  static const std::vector<Variant> withCuda = [&] {
+    std::vector<Variant> all = table;
+    const std::string& problem = prepareCudaEmulation();
+    if (!problem.empty()) {
+      std::cerr << "texc-difftest: the --target cuda (emulated) variant is skipped: " << problem << "\n";
+      return all;
+    }
+    PipelineOptions cuda = with(3, FuseMode::All, true, false);
+    cuda.target = Target::Cuda;
+    all.push_back({"--target cuda (emulated)", cuda, {1}});
+    return all;
+  }();
+  return withCuda;
 }
 
 const char* verdictName(Verdict v) {
@@ -90,9 +105,82 @@ void poison(Tensor& t) {
   }
 }
 
+// Compares every output of one run (`tensors`, by tensor id of the compiled graph `p`) with the
+// reference; appends problems to `out`. `label` names the run in the report.
+void compareOutputs(const std::string& label, const Program& p, const std::vector<Tensor>& tensors, const Program& analysed,
+                    const std::vector<RefTensor>& ref, const e2e::BoundResult& bounds, bool damage, Outcome& out) {
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    int refId = analysed.outputs[k];
+    const TensorInfo& info = analysed.tensors[refId];
+    std::vector<double> got = toDoubles(tensors[p.outputs[k]]);
+    if (damage && k == 0 && !got.empty()) got[0] += 1e-3 * (1 + std::fabs(got[0]));
+    if (got.size() != ref[refId].data.size()) {
+      out.verdict = Verdict::Mismatch;
+      out.report += "[" + label + "] output " + info.name + " has the wrong size\n";
+      continue;
+    }
+    e2e::Comparison c = e2e::compareValues(ref[refId].data, bounds.bounds[refId], got, info.shape, e2e::toleranceFor(info.dtype));
+    if (c.mismatches > 0) {
+      out.verdict = Verdict::Mismatch;
+      out.report += "[" + label + "] output " + info.name + ": " + std::to_string(c.mismatches) + " of " +
+                    std::to_string(c.elements) + " elements differ\n" + c.details;
+    } else if (c.uncertain * 4 > c.elements && out.verdict == Verdict::Pass) {
+      out.verdict = Verdict::Inconclusive;
+      out.report = "output " + info.name + ": " + std::to_string(c.uncertain) + " of " + std::to_string(c.elements) +
+                   " elements are uncertain\n";
+    }
+  }
+}
+
+// The CUDA target, run through the emulation: the pipeline up to the memory plan, CUDA C with
+// small blocks and a small grid (so grid-stride loops take several rounds and block reductions
+// combine several warps), compiled with the host compiler and run in a device-like arena.
+void checkEmulatedCuda(const std::string& source, const Variant& v, const Program& analysed, const std::vector<Tensor>& inputs,
+                       const std::vector<RefTensor>& ref, const e2e::BoundResult& bounds, bool damage, Outcome& out) {
+  SourceFile file("random.tex", source);
+  DiagnosticEngine diags(&file);
+  CompileState s;
+  s.file = &file;
+  s.diags = &diags;
+  s.options = v.options;
+  Instrumentation inst;
+  inst.verifyEachPass = true;
+  if (!runPipeline(s, buildPipeline(Stage::Plan), inst) || !s.loops) {
+    out.verdict = Verdict::Mismatch;
+    out.report += "[" + v.name + "] a valid program failed to compile:\n" + diags.render();
+    return;
+  }
+  CudaCodeGenOptions opts;
+  opts.threadsPerBlock = 64;
+  opts.maxBlocks = 3;
+  CudaModule module = generateCUDA(*s.loops, opts);
+  std::vector<std::string> problems = verifyCudaModule(module, *s.loops);
+  if (!problems.empty()) {
+    out.verdict = Verdict::Mismatch;
+    out.report += "[" + v.name + "] the CUDA module does not verify: " + problems.front() + "\n";
+    return;
+  }
+  const Program& p = *s.graph;
+  std::vector<Tensor> tensors(p.tensors.size());
+  std::vector<void*> host(p.tensors.size(), nullptr);
+  for (size_t k = 0; k < p.inputs.size(); ++k) {
+    tensors[p.inputs[k]] = makeTensor(inputs[k].type, inputs[k].shape);
+    std::memcpy(tensors[p.inputs[k]].data.data(), inputs[k].data.data(), byteSize(inputs[k]));
+  }
+  for (int id : p.outputs) {
+    tensors[id] = makeTensor(elemTypeOf(p.tensors[id].dtype), p.tensors[id].shape);
+    poison(tensors[id]);
+  }
+  for (size_t id = 0; id < tensors.size(); ++id) host[id] = tensors[id].data.data();
+  runEmulatedCuda(module, *s.loops, s.memoryPlan ? &*s.memoryPlan : nullptr, host.data());
+  ++out.variantRuns;
+  compareOutputs(v.name, p, tensors, analysed, ref, bounds, damage, out);
+}
+
 // Compiles, runs and compares one variant; appends problems to `out`.
 void checkVariant(const std::string& source, const Variant& v, const Program& analysed, const std::vector<Tensor>& inputs,
                   const std::vector<RefTensor>& ref, const e2e::BoundResult& bounds, bool damage, Outcome& out) {
+  if (v.options.target == Target::Cuda) return checkEmulatedCuda(source, v, analysed, inputs, ref, bounds, damage, out);
   SourceFile file("random.tex", source);
   DiagnosticEngine diags(&file);
   CompileState s;
@@ -123,27 +211,7 @@ void checkVariant(const std::string& source, const Variant& v, const Program& an
     exe->run(memory.prepareRun(), pool);
     memory.finishRun();
     ++out.variantRuns;
-    for (size_t k = 0; k < p.outputs.size(); ++k) {
-      int refId = analysed.outputs[k];
-      const TensorInfo& info = analysed.tensors[refId];
-      std::vector<double> got = toDoubles(tensors[p.outputs[k]]);
-      if (damage && k == 0 && !got.empty()) got[0] += 1e-3 * (1 + std::fabs(got[0]));
-      if (got.size() != ref[refId].data.size()) {
-        out.verdict = Verdict::Mismatch;
-        out.report += "[" + v.name + " --threads " + std::to_string(threads) + "] output " + info.name + " has the wrong size\n";
-        continue;
-      }
-      e2e::Comparison c = e2e::compareValues(ref[refId].data, bounds.bounds[refId], got, info.shape, e2e::toleranceFor(info.dtype));
-      if (c.mismatches > 0) {
-        out.verdict = Verdict::Mismatch;
-        out.report += "[" + v.name + " --threads " + std::to_string(threads) + "] output " + info.name + ": " +
-                      std::to_string(c.mismatches) + " of " + std::to_string(c.elements) + " elements differ\n" + c.details;
-      } else if (c.uncertain * 4 > c.elements && out.verdict == Verdict::Pass) {
-        out.verdict = Verdict::Inconclusive;
-        out.report = "output " + info.name + ": " + std::to_string(c.uncertain) + " of " + std::to_string(c.elements) +
-                     " elements are uncertain\n";
-      }
-    }
+    compareOutputs(v.name + " --threads " + std::to_string(threads), p, tensors, analysed, ref, bounds, damage, out);
   }
 }
 

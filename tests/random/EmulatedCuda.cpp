@@ -1,0 +1,139 @@
+#include "tests/random/EmulatedCuda.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "compiler/backend/cuda/CudaExecutable.h"
+#include "runtime/Buffer.h"
+
+namespace texc::random {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string compilerCommand() {
+  const char* cxx = std::getenv("CXX");
+  return cxx && *cxx ? cxx : "c++";
+}
+
+// The same flags for the precompiled header and every program: a header is only used precompiled
+// when they match. -O0: the programs are small, and compile time is what a run spends here.
+const char* kFlags = "-std=c++20 -O0 -w -fPIC -pthread";
+
+std::string readText(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The directory holding CudaEmulation.h (and its .gch); removed when the process that made it ends.
+struct EmulationDir {
+  fs::path dir;
+  pid_t owner = 0;
+  std::string problem;
+  ~EmulationDir() {
+    std::error_code ec;
+    if (!dir.empty() && getpid() == owner) fs::remove_all(dir, ec);
+  }
+};
+
+EmulationDir& emulationDir() {
+  static EmulationDir d = [] {
+    EmulationDir e;
+    e.owner = getpid();
+    if (std::system((compilerCommand() + " --version > /dev/null 2>&1").c_str()) != 0) {
+      e.problem = fmt::format("no C++ compiler ('{}') to build the emulated kernels with", compilerCommand());
+      return e;
+    }
+    e.dir = fs::temp_directory_path() / fmt::format("texc-difftest-cuda-{}", getpid());
+    std::error_code ec;
+    fs::create_directories(e.dir, ec);
+    fs::copy_file(TEXC_CUDA_EMULATION_HEADER, e.dir / "CudaEmulation.h", fs::copy_options::overwrite_existing, ec);
+    if (ec) {
+      e.problem = fmt::format("cannot copy the emulation header: {}", ec.message());
+      return e;
+    }
+    // Without the precompiled header every program still compiles, only slower.
+    std::string cmd = fmt::format("{} {} -x c++-header '{}' -o '{}' > /dev/null 2>&1", compilerCommand(), kFlags,
+                                  (e.dir / "CudaEmulation.h").string(), (e.dir / "CudaEmulation.h.gch").string());
+    (void)std::system(cmd.c_str());
+    return e;
+  }();
+  return d;
+}
+
+}  // namespace
+
+const std::string& prepareCudaEmulation() { return emulationDir().problem; }
+
+void runEmulatedCuda(const CudaModule& module, const loops::LoopProgram& program, const loops::MemoryPlan* plan,
+                     void* const* host) {
+  const EmulationDir& e = emulationDir();
+  if (!e.problem.empty()) throw std::runtime_error(e.problem);
+
+  // One entry point per kernel that unpacks the buffer table into typed parameters, as the
+  // driver API does from the launch's parameter array.
+  std::string source = "#include \"CudaEmulation.h\"\n" + module.source;
+  for (const CudaKernel& k : module.kernels) {
+    std::string args;
+    for (size_t b = 0; b < k.paramTypes.size(); ++b) args += fmt::format("{}({})b[{}]", b ? ", " : "", k.paramTypes[b], b);
+    source += fmt::format("extern \"C\" void {}_entry(void* const* b) {{ {}({}); }}\n", k.symbol, k.symbol, args);
+  }
+  std::string stem = fmt::format("kernels-{}", getpid());
+  fs::path src = e.dir / (stem + ".cpp"), lib = e.dir / (stem + ".so"), log = e.dir / (stem + ".log");
+  std::ofstream(src) << source;
+  std::string cmd = fmt::format("{} {} -shared -I'{}' '{}' -o '{}' > '{}' 2>&1", compilerCommand(), kFlags, e.dir.string(),
+                                src.string(), lib.string(), log.string());
+  int rc = std::system(cmd.c_str());
+  auto cleanup = [&] {
+    std::error_code ec;
+    for (const fs::path& p : {src, lib, log}) fs::remove(p, ec);
+  };
+  if (rc != 0) {
+    std::string text = readText(log).substr(0, 3000);
+    cleanup();
+    throw std::runtime_error("the generated CUDA C does not compile as C++:\n" + text);
+  }
+  void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  cleanup();  // the loaded object stays mapped
+  if (!handle) throw std::runtime_error(std::string("cannot load the emulated kernels: ") + dlerror());
+  using Launch = void (*)(void (*)(void* const*), void* const*, unsigned, unsigned, bool);
+  auto launch = reinterpret_cast<Launch>(dlsym(handle, "texc_emu_launch"));
+
+  // The device arena, laid out as CudaExecutable lays it out on the GPU.
+  DeviceArenaLayout layout = deviceArenaLayout(program, plan);
+  Buffer arena = Buffer::uninitialized(std::max<size_t>(layout.bytes, 256));
+  std::memset(arena.data(), 0xFF, arena.size());
+  std::vector<void*> device;
+  std::vector<size_t> bytes;
+  for (size_t b = 0; b < program.buffers.size(); ++b) {
+    device.push_back(arena.data() + layout.offsets[b]);
+    bytes.push_back(static_cast<size_t>(program.buffers[b].numElements()) * dtypeBytes(program.buffers[b].dtype));
+    if (program.buffers[b].kind == loops::BufferKind::Input) std::memcpy(device[b], host[b], bytes[b]);
+  }
+  for (const CudaKernel& k : module.kernels) {
+    auto entry = reinterpret_cast<void (*)(void* const*)>(dlsym(handle, (k.symbol + "_entry").c_str()));
+    if (!launch || !entry) {
+      dlclose(handle);
+      throw std::runtime_error("the emulated kernels lack " + k.symbol);
+    }
+    // Grid-stride kernels have no communication between threads (no barrier, no shuffle).
+    launch(entry, device.data(), static_cast<unsigned>(k.blocks), static_cast<unsigned>(k.threads),
+           k.strategy != CudaStrategy::GridStride);
+  }
+  for (size_t b = 0; b < program.buffers.size(); ++b)
+    if (program.buffers[b].kind == loops::BufferKind::Output) std::memcpy(host[b], device[b], bytes[b]);
+  dlclose(handle);
+}
+
+}  // namespace texc::random
