@@ -83,6 +83,7 @@ int commandCompare(const CompareOptions& o) {
     opts.noPlan = o.program.noPlan || !variant.plan;
     CompileRequest request = opts.request(cuda ? Stage::CUDA : Stage::LLVM);
     if (cuda) request.options.target = Target::Cuda;
+    request.options.threads = o.threads;
     std::unique_ptr<Compilation> c = compileProgram(request);
     if (!c->ok) return kExitProgramError;
     const Program& g = *c->state.graph;

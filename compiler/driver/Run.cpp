@@ -78,6 +78,7 @@ int commandRun(const RunOptions& o) {
   Stopwatch compileClock;
   CompileRequest request = o.program.request(cuda ? Stage::CUDA : Stage::LLVM);
   if (cuda) request.options.target = Target::Cuda;
+  request.options.threads = o.threads;  // the tile rule shares row blocks out among them
   std::unique_ptr<Compilation> c = compileProgram(request);
   if (!c->ok) return kExitProgramError;
   // The GPU is opened before any input is read, so that a machine without one fails at once.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <sstream>
+#include <thread>
 
 #include "compiler/backend/llvm/LLVMTarget.h"
 
@@ -25,6 +26,7 @@ MachineInfo hostMachineInfo() {
   bool known = l1 > 0 && l2 > 0;
   if (l1 > 0) m.l1Bytes = l1;
   if (l2 > 0) m.l2Bytes = l2;
+  m.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   m.source = fmt::format("{}, {} {}-bit registers; caches {}", avx512 ? "avx512" : avx ? "avx2" : "sse",
                          m.vectorRegisters, m.vectorFloats * 32, known ? "from sysconf" : "default (sysconf does not say)");
   return m;
@@ -60,9 +62,12 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
   if (o.mc) mc = *o.mc;
   mc = std::max(s.mr, mc / s.mr * s.mr);
   mc = std::min(mc, (M + s.mr - 1) / s.mr * s.mr);  // never more rows than C has
-  // Up to 4 row blocks when C has the rows, so that threads have blocks to share, but blocks of
-  // at least 64 rows: each block packs all of B again, and amortises that over its rows.
-  if (!o.mc && M >= 4 * s.mr) mc = std::min(mc, std::max(((M + 3) / 4 + s.mr - 1) / s.mr * s.mr, (64 + s.mr - 1) / s.mr * s.mr));
+  // A row block per thread when C has the rows, so that every thread has one, but blocks of at
+  // least 64 rows: each block packs all of B again, and amortises that over its rows. One thread
+  // gets one block as far as L2 allows (M = 128, N = K = 4096: B, 64 MiB, is packed once, not twice).
+  const int64_t T = std::max(1, m.threads);
+  if (!o.mc && T > 1 && M >= T * s.mr)
+    mc = std::min(mc, std::max(((M + T - 1) / T + s.mr - 1) / s.mr * s.mr, (64 + s.mr - 1) / s.mr * s.mr));
   // The same number of blocks, evened out (1024 rows in blocks of 252 leave 16 for the last).
   if (!o.mc) {
     int64_t blocks = (M + mc - 1) / mc;
@@ -81,9 +86,9 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
   std::string rule = blockRule.replace(blockRule.find("{mc}"), 4, std::to_string(s.mc));
   if (size_t at = rule.find("{ncw}"); at != std::string::npos) rule.replace(at, 5, std::to_string(s.nc));
   if (size_t at = rule.find("{nc}"); at != std::string::npos) rule.replace(at, 4, fmt::format("{} KiB", s.kc * s.nc * 4 / 1024));
-  s.explanation = fmt::format("{}x{}x{}: C tile {}x{} = {} accumulators of {} floats; {}; B {}, A {}; {}", M, N, K, s.mr, s.nr,
-                              s.mr * (s.nr / w), w, rule, s.pack ? "packed" : "read in place",
-                              s.packA ? "packed" : "read in place", m.source);
+  s.explanation = fmt::format("{}x{}x{}: C tile {}x{} = {} accumulators of {} floats; {}; B {}, A {}; {}; {} thread{}", M, N, K,
+                              s.mr, s.nr, s.mr * (s.nr / w), w, rule, s.pack ? "packed" : "read in place",
+                              s.packA ? "packed" : "read in place", m.source, T, T == 1 ? "" : "s");
   return s;
 }
 

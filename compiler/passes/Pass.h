@@ -40,6 +40,7 @@ struct PipelineOptions {
   Target target = Target::Cpu;
   bool tile = true;                   // --no-tile turns the tile pass off
   loops::ScheduleOverrides schedule;  // --schedule FILE
+  int threads = 0;  // threads the code will run on (run/compare --threads); 0: one per core
 };
 
 // One fusion decision: a producer, the nodes that read it, and why it was or was not fused.

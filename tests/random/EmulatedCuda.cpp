@@ -89,7 +89,10 @@ void runEmulatedCuda(const CudaModule& module, const loops::LoopProgram& program
     for (size_t b = 0; b < k.paramTypes.size(); ++b) args += fmt::format("{}({})b[{}]", b ? ", " : "", k.paramTypes[b], b);
     source += fmt::format("extern \"C\" void {}_entry(void* const* b) {{ {}({}); }}\n", k.symbol, k.symbol, args);
   }
-  std::string stem = fmt::format("kernels-{}", getpid());
+  // A new name per call: the emulation's inline variables are unique symbols, which keep a loaded
+  // object from ever being unloaded, and dlopen of a loaded path would return the old kernels.
+  static int calls = 0;
+  std::string stem = fmt::format("kernels-{}-{}", getpid(), calls++);
   fs::path src = e.dir / (stem + ".cpp"), lib = e.dir / (stem + ".so"), log = e.dir / (stem + ".log");
   std::ofstream(src) << source;
   std::string cmd = fmt::format("{} {} -shared -I'{}' '{}' -o '{}' > '{}' 2>&1", compilerCommand(), kFlags, e.dir.string(),

@@ -9,7 +9,9 @@ bool runTile(CompileState& s) {
   // The rule and the micro-kernel are the host CPU's; the CUDA backend tiles contractions its own
   // way (through shared memory), from the untiled nest.
   if (!s.options.tile || s.options.target == Target::Cuda) return false;
-  return loops::tileContractions(*s.loops, loops::hostMachineInfo(), s.options.schedule) > 0;
+  loops::MachineInfo machine = loops::hostMachineInfo();
+  if (s.options.threads > 0) machine.threads = s.options.threads;
+  return loops::tileContractions(*s.loops, machine, s.options.schedule) > 0;
 }
 
 }  // namespace texc

@@ -25,6 +25,7 @@ loops::MachineInfo avx2Machine() {
   m.vectorRegisters = 16;
   m.l1Bytes = 32 * 1024;
   m.l2Bytes = 512 * 1024;
+  m.threads = 4;
   m.source = "test machine";
   return m;
 }
@@ -212,6 +213,17 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   CHECK(small.mc == 12);  // M < 4 mr: one block of 2 tiles
   CHECK(loops::chooseTileSchedule(avx2Machine(), 97, 20, 30, {}).mc == 54);    // 2 blocks (of 66), evened out
   CHECK(loops::chooseTileSchedule(avx2Machine(), 1000, 20, 30, {}).mc == 252);  // 4 blocks
+
+  // Row blocks are shared out among the threads the code runs on; one thread gets one block as far
+  // as L2 allows, so that a wide B is packed once (M = 128, N = K = 4096).
+  loops::MachineInfo one = avx2Machine(), two = avx2Machine();
+  one.threads = 1;
+  two.threads = 2;
+  CHECK(loops::chooseTileSchedule(one, 128, 4096, 4096, {}).mc == 132);  // one block (A block 132x256)
+  CHECK(loops::chooseTileSchedule(two, 128, 4096, 4096, {}).mc == 66);   // two blocks, one per thread
+  CHECK(loops::chooseTileSchedule(avx2Machine(), 128, 4096, 4096, {}).mc == 66);  // 4 threads: blocks of at least 64 rows
+  CHECK(loops::chooseTileSchedule(one, 1024, 1024, 1024, {}).mc == 210);  // L2 decides
+  CHECK(loops::chooseTileSchedule(one, 128, 4096, 4096, {}).explanation.find("; 1 thread") != std::string::npos);
 
   // Overrides win; nr rounds up to whole vectors, mc down to whole tiles.
   loops::ScheduleOverrides o;

@@ -9,6 +9,7 @@
 #include "frontend/Sema.h"
 #include "frontend/Source.h"
 #include "tests/random/DiffTest.h"
+#include "tests/random/EmulatedCuda.h"
 #include "tests/random/ProgramGenerator.h"
 #include "tests/random/Shrinker.h"
 
@@ -96,6 +97,29 @@ TEST_CASE("random: a wrong value is caught, in process and in a child", "[random
   CHECK(runIsolated(kSmallProgram, {variants().front()}, 60).verdict == Verdict::Pass);
 }
 
+TEST_CASE("random: the CUDA variant runs the generated CUDA C in the emulation and catches a wrong value", "[random]") {
+  const std::string& problem = prepareCudaEmulation();
+  if (!problem.empty()) {
+    WARN("skipped: " << problem);
+    return;
+  }
+  std::vector<Variant> cuda;
+  for (const Variant& v : variants())
+    if (v.options.target == Target::Cuda) cuda.push_back(v);
+  REQUIRE(cuda.size() == 1);
+  Outcome o = checkProgram(kSmallProgram, cuda);
+  INFO(o.report);
+  CHECK(o.verdict == Verdict::Pass);
+  CHECK(o.variantRuns == 1);
+  // Twice in one process: each call loads its own kernels.
+  CHECK(checkProgram("input x : f32[4, 3]\noutput s[i] = sum(j: x[i, j])\n", cuda).verdict == Verdict::Pass);
+  CheckOptions damage;
+  damage.damageForTest = true;
+  Outcome bad = checkProgram(kSmallProgram, cuda, damage);
+  CHECK(bad.verdict == Verdict::Mismatch);
+  CHECK(bad.report.find("[--target cuda (emulated)] output y: 1 of 5 elements differ") != std::string::npos);
+}
+
 TEST_CASE("random: the shrinker keeps the failure and removes the rest", "[random]") {
   // A synthetic failure: "the program is valid and still calls exp".
   std::string source = "let N = 4; let M = 3\n"
@@ -121,7 +145,10 @@ TEST_CASE("random: the shrinker keeps the failure and removes the rest", "[rando
 TEST_CASE("random: a damaged run shrinks to a minimal program", "[random]") {
   CheckOptions damage;
   damage.damageForTest = true;
-  std::vector<Variant> one = {variants().back()};  // -O0 compiles fastest
+  std::vector<Variant> one;
+  for (const Variant& v : variants())
+    if (v.name == "--no-tile --no-plan -O0") one.push_back(v);  // -O0 compiles fastest
+  REQUIRE(one.size() == 1);
   auto fails = [&](const std::string& t) { return checkProgram(t, one, damage).verdict == Verdict::Mismatch; };
   std::string small = shrinkProgram(kSmallProgram, fails, 200);
   INFO(small);
