@@ -83,9 +83,31 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
   const int64_t stackLimit = int64_t{1} << 20;
   s.pack = o.pack.value_or(true) && window * s.nc * 4 <= stackLimit;
   s.packA = o.packA.value_or(true) && s.mc * window * 4 <= stackLimit;
+
+  // Loop order. Rows outer packs all of B again for every row block; columns outer (BLIS's order)
+  // packs each B block once and all of A again for every column block, whose B block is as wide
+  // as the stack scratch allows (one per thread when there are several). Take the order that
+  // copies fewer bytes.
+  std::string order;
+  if (s.kc && s.pack && s.packA) {
+    const int64_t Npad = (N + s.nr - 1) / s.nr * s.nr;
+    int64_t wide = std::max(s.nr, stackLimit / (s.kc * 4) / s.nr * s.nr);
+    if (T > 1) wide = std::min(wide, ((N + T - 1) / T + s.nr - 1) / s.nr * s.nr);
+    const int64_t ncCols = std::clamp<int64_t>(o.nc ? *o.nc / s.nr * s.nr : wide, s.nr, std::min(Npad, wide));
+    const int64_t rowBlocks = (M + s.mc - 1) / s.mc, colBlocks = (N + ncCols - 1) / ncCols;
+    const double rowsMiB = static_cast<double>(M * K + K * N * rowBlocks) * 4 / (1 << 20);
+    const double colsMiB = static_cast<double>(K * N + M * K * colBlocks) * 4 / (1 << 20);
+    s.columnsOuter = o.columnsOuter.value_or(colsMiB < rowsMiB);
+    if (s.columnsOuter) s.nc = ncCols;
+    order = s.columnsOuter
+                ? fmt::format("; columns outer: B packed once, A {}x ({:.1f} MiB copied; rows outer {:.1f})", colBlocks, colsMiB, rowsMiB)
+                : fmt::format("; rows outer: A packed once, B {}x ({:.1f} MiB copied; columns outer {:.1f})", rowBlocks, rowsMiB, colsMiB);
+  }
   std::string rule = blockRule.replace(blockRule.find("{mc}"), 4, std::to_string(s.mc));
   if (size_t at = rule.find("{ncw}"); at != std::string::npos) rule.replace(at, 5, std::to_string(s.nc));
   if (size_t at = rule.find("{nc}"); at != std::string::npos) rule.replace(at, 4, fmt::format("{} KiB", s.kc * s.nc * 4 / 1024));
+  if (size_t at = rule.find("<= L2/4"); s.columnsOuter && at != std::string::npos) rule.replace(at, 7, "<= 1 MiB of scratch");
+  rule += order;
   s.explanation = fmt::format("{}x{}x{}: C tile {}x{} = {} accumulators of {} floats; {}; B {}, A {}; {}; {} thread{}", M, N, K,
                               s.mr, s.nr, s.mr * (s.nr / w), w, rule, s.pack ? "packed" : "read in place",
                               s.packA ? "packed" : "read in place", m.source, T, T == 1 ? "" : "s");
@@ -113,8 +135,13 @@ std::string parseScheduleText(const std::string& text, ScheduleOverrides& out) {
       (key == "tile" ? out.tile : key == "pack" ? out.pack : out.packA) = value == "on";
       continue;
     }
+    if (key == "order") {
+      if (value != "rows" && value != "columns") return fmt::format("line {}: order must be rows or columns, got '{}'", no, value);
+      out.columnsOuter = value == "columns";
+      continue;
+    }
     if (key != "mr" && key != "nr" && key != "mc" && key != "kc" && key != "nc")
-      return fmt::format("line {}: unknown key '{}' (expected tile, mr, nr, mc, kc, nc, pack or pack_a)", no, key);
+      return fmt::format("line {}: unknown key '{}' (expected tile, mr, nr, mc, kc, nc, pack, pack_a or order)", no, key);
     int64_t v = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     int64_t limit = key == "mc" || key == "kc" || key == "nc" ? 1 << 20 : key == "nr" ? 64 : 16;

@@ -47,6 +47,7 @@ struct ScheduleOverrides {
   std::optional<int64_t> mr, nr, mc, kc, nc;
   std::optional<bool> pack;    // pack B panels
   std::optional<bool> packA;   // pack A blocks (key pack_a)
+  std::optional<bool> columnsOuter;  // key order: columns (true) or rows (false)
 };
 
 // The schedule of one contraction.
@@ -56,6 +57,7 @@ struct TileSchedule {
   int64_t nc = 0;  // columns per packed B block (with k blocks), a multiple of nr
   bool pack = false;
   bool packA = false;
+  bool columnsOuter = false;  // column blocks outermost: B packed once, A once per column block
   std::string explanation;  // the rule's arithmetic, in one line
 };
 

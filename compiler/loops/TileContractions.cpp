@@ -250,25 +250,44 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
     if (jc < 0) panels.body.push_back(std::move(colPackStmt));
   }
   panels.body.push_back(std::move(rowTiles));
+
+  // The A block: packed once per row block (and k block), reused by every column panel.
+  Stmt rowPackStmt;
+  if (s.packA) {
+    rowPackStmt = makePack(c, rowPack, s, kb);
+    rowPackStmt.rowVar = c.i;
+    rowPackStmt.rowBase = scaled(ic, s.mc);
+    rowPackStmt.rows = s.mc;
+    rowPackStmt.cols = s.mr;
+    rowPackStmt.rowExtent = c.M;
+    rowPackStmt.value = c.rowOperand;
+  }
+
+  if (s.columnsOuter && jc >= 0 && kb >= 0 && s.pack && s.packA) {
+    // Column blocks outermost (BLIS's order): each B block is packed once, and the A blocks are
+    // packed again for every column block instead.
+    Stmt rowBlocks = makeLoop(ic, (c.M + s.mc - 1) / s.mc);
+    rowBlocks.body.push_back(std::move(rowPackStmt));
+    rowBlocks.body.push_back(std::move(panels));
+    Stmt kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
+    kBlocks.body.push_back(std::move(colPackStmt));
+    kBlocks.body.push_back(std::move(rowBlocks));
+    Stmt colBlocks = makeLoop(jc, (c.N + s.nc - 1) / s.nc);
+    colBlocks.parallel = c.iLoop->parallel;
+    colBlocks.body.push_back(std::move(kBlocks));
+    if (outermost && colBlocks.parallel) k.parallelExtent = colBlocks.extent;
+    *c.iLoop = std::move(colBlocks);
+    return;
+  }
+
   if (jc >= 0) {
     Stmt colBlocks = makeLoop(jc, (c.N + s.nc - 1) / s.nc);
     if (s.pack) colBlocks.body.push_back(std::move(colPackStmt));
     colBlocks.body.push_back(std::move(panels));
     panels = std::move(colBlocks);
   }
-
-  // The A block: packed once per row block (and k block), reused by every column panel.
   std::vector<Stmt> perBlock;
-  if (s.packA) {
-    Stmt pack = makePack(c, rowPack, s, kb);
-    pack.rowVar = c.i;
-    pack.rowBase = scaled(ic, s.mc);
-    pack.rows = s.mc;
-    pack.cols = s.mr;
-    pack.rowExtent = c.M;
-    pack.value = c.rowOperand;
-    perBlock.push_back(std::move(pack));
-  }
+  if (s.packA) perBlock.push_back(std::move(rowPackStmt));
   perBlock.push_back(std::move(panels));
   Stmt blocks = makeLoop(ic, (c.M + s.mc - 1) / s.mc);
   blocks.parallel = c.iLoop->parallel;

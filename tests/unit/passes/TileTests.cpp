@@ -96,6 +96,14 @@ std::vector<std::pair<std::string, loops::ScheduleOverrides>> schedules() {
   blocks.kc = 7;
   blocks.nc = 32;
   out.push_back({"kc 7, B packed 32 columns at a time", blocks});
+  loops::ScheduleOverrides columns = blocks;
+  columns.columnsOuter = true;
+  columns.mc = 12;
+  out.push_back({"kc 7, columns outer, B blocks of 32 columns, mc 12", columns});
+  loops::ScheduleOverrides rows;
+  rows.kc = 9;
+  rows.columnsOuter = false;
+  out.push_back({"kc 9, rows outer", rows});
   loops::ScheduleOverrides oneRow;
   oneRow.mr = 1;
   oneRow.nr = 8;
@@ -187,8 +195,12 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   CHECK(s.mr == 6);
   CHECK(s.nr == 16);
   CHECK(s.kc == 256);     // 256 x 16 floats = 16 KiB = L1 / 2
-  CHECK(s.nc == 128);     // 256 x 128 floats = 128 KiB = L2 / 4
   CHECK(s.mc == 210);     // 256 KiB / 1 KiB = 256 rows, 252 in whole tiles: 5 blocks, evened out
+  // Rows outer would pack B 5 times (4 + 5 x 4 MiB); columns outer packs A once per column block
+  // of 256 (one per thread of 4: 4 + 4 x 4 MiB).
+  CHECK(s.columnsOuter);
+  CHECK(s.nc == 256);
+  CHECK(s.explanation.find("columns outer: B packed once, A 4x (20.0 MiB copied; rows outer 24.0)") != std::string::npos);
   CHECK(s.pack);
   CHECK(s.packA);
   CHECK(s.explanation.find("C tile 6x16 = 12 accumulators of 8 floats") != std::string::npos);
@@ -223,6 +235,15 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   CHECK(loops::chooseTileSchedule(two, 128, 4096, 4096, {}).mc == 66);   // two blocks, one per thread
   CHECK(loops::chooseTileSchedule(avx2Machine(), 128, 4096, 4096, {}).mc == 66);  // 4 threads: blocks of at least 64 rows
   CHECK(loops::chooseTileSchedule(one, 1024, 1024, 1024, {}).mc == 210);  // L2 decides
+  // The loop order: one thread at 2048^3 packs B once and A twice (B blocks of 1 MiB, 1024
+  // columns) instead of B 10 times; at 128 x 4096 x 4096 B is packed once either way.
+  loops::TileSchedule big = loops::chooseTileSchedule(one, 2048, 2048, 2048, {});
+  CHECK(big.columnsOuter);
+  CHECK(big.nc == 1024);
+  CHECK_FALSE(loops::chooseTileSchedule(one, 128, 4096, 4096, {}).columnsOuter);
+  loops::ScheduleOverrides forced;
+  forced.columnsOuter = true;
+  CHECK(loops::chooseTileSchedule(one, 128, 4096, 4096, forced).columnsOuter);
   CHECK(loops::chooseTileSchedule(one, 128, 4096, 4096, {}).explanation.find("; 1 thread") != std::string::npos);
 
   // Overrides win; nr rounds up to whole vectors, mc down to whole tiles.
@@ -259,7 +280,13 @@ TEST_CASE("tile: schedule files", "[passes][tile]") {
     return loops::parseScheduleText(text, x);
   };
   CHECK(error("mr 6\n") == "line 1: expected 'key = value', got 'mr 6'");
-  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, mc, kc, nc, pack or pack_a)");
+  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, mc, kc, nc, pack, pack_a or order)");
+  CHECK(error("order = diagonal\n") == "line 1: order must be rows or columns, got 'diagonal'");
+  loops::ScheduleOverrides ord;
+  CHECK(loops::parseScheduleText("order = columns\n", ord) == "");
+  CHECK(ord.columnsOuter == true);
+  CHECK(loops::parseScheduleText("order = rows\n", ord) == "");
+  CHECK(ord.columnsOuter == false);
   CHECK(error("mr = 0\n") == "line 1: mr must be an integer in 1..16, got '0'");
   CHECK(error("nr = 65\n") == "line 1: nr must be an integer in 1..64, got '65'");
   CHECK(error("mc = x\n") == "line 1: mc must be an integer in 1..1048576, got 'x'");
