@@ -74,6 +74,8 @@ struct Stmt {
   //   Pack (column block, rowVar < 0): the column operand value at j = colBase + c for c <
   //         cols (0 where j >= colExtent), in micro-panels of P = rows columns (P = cols when
   //         rows is 0): scratch[(c / P) * P * L + (k - kBase) * P + c % P].
+  //         A column pack with `conds` (padding) writes 0 where one of them fails instead of
+  //         reading the operand: each cond's index must lie in [0, extent), like a Guard's.
   //   Pack (row block, rowVar >= 0): the row operand value at i = min(rowBase + r,
   //         rowExtent - 1) for r < rows, in micro-panels of `cols` rows:
   //         scratch[(r / cols) * cols * L + (k - kBase) * cols + r % cols].
@@ -81,7 +83,8 @@ struct Stmt {
   //           acc = sum(k in the window) value   (value = row operand * column operand)
   //         then `body` runs (the epilogue: reads acc, stores). The row operand comes from row
   //         pack `rowScratch` when >= 0 (element blockRow * L + (k - kBase) * rows + r, blockRow
-  //         being the tile's first row inside the packed block), the column operand from column
+  //         being the tile's first row inside the packed block; with rowPackWhole the row pack
+  //         holds all of k instead: element blockRow * extent + k * rows + r), the column operand from column
   //         block `scratch` when >= 0 (element blockCol * L + (k - kBase) * cols + c, blockCol
   //         the tile's first column inside the block). A tile starting past either extent does
   //         nothing.
@@ -102,6 +105,7 @@ struct Stmt {
   IndexExpr blockRow;
   IndexExpr blockCol;
   int rowScratch = -1;
+  bool rowPackWhole = false;  // Tile: rowScratch holds every k, not just the window
 };
 
 enum class BufferKind : uint8_t { Input, Output, Temp };

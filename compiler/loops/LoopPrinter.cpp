@@ -95,9 +95,13 @@ struct Printer {
                              index(s.rowBase), s.rows - 1, s.rowExtent);
           break;
         }
-        out += fmt::format("{}pack s{}[{}][{} < {}{}] = {}  # {} = {} + 0..{}, 0 past {}\n", pad, s.scratch, window,
+        std::string padding;
+        for (size_t i = 0; i < s.conds.size(); ++i)
+          padding += fmt::format("{}0 <= {} < {}", i ? " && " : "", index(s.conds[i].index), s.conds[i].extent);
+        out += fmt::format("{}pack s{}[{}][{} < {}{}] = {}{}  # {} = {} + 0..{}, 0 past {}{}\n", pad, s.scratch, window,
                            k.varNames[s.colVar], s.cols, s.rows > 0 && s.rows < s.cols ? fmt::format(" in panels of {}", s.rows) : "",
-                           expr(s.value), k.varNames[s.colVar], index(s.colBase), s.cols - 1, s.colExtent);
+                           padding.empty() ? "" : "if " + padding + " then ", expr(s.value), k.varNames[s.colVar], index(s.colBase),
+                           s.cols - 1, s.colExtent, padding.empty() ? "" : ", 0 where padded");
         break;
       }
       case StmtKind::Tile: {
@@ -105,8 +109,8 @@ struct Printer {
         std::string rhs = s.scratch >= 0 ? fmt::format("s{}[{}][{}{}]", s.scratch, k.varNames[s.var],
                                                        atZero ? "" : index(s.blockCol) + " + ", k.varNames[s.colVar])
                                          : expr(s.value.args[1]);
-        std::string lhs = s.rowScratch >= 0 ? fmt::format("s{}[{} + {}][{}]", s.rowScratch, index(s.blockRow), k.varNames[s.rowVar],
-                                                          k.varNames[s.var])
+        std::string lhs = s.rowScratch >= 0 ? fmt::format("s{}[{} + {}][{}{}]", s.rowScratch, index(s.blockRow), k.varNames[s.rowVar],
+                                                          k.varNames[s.var], s.rowPackWhole ? " of all" : "")
                                             : expr(s.value.args[0]);
         out += fmt::format("{}tile {}x{}: {} = {} + 0..{} (< {}), {} = {} + 0..{} (< {})\n", pad, s.rows, s.cols,
                            k.varNames[s.rowVar], index(s.rowBase), s.rows - 1, s.rowExtent, k.varNames[s.colVar],
@@ -252,7 +256,8 @@ struct Verifier {
       index(s.blockCol);
       scratchOk(s.scratch, window * s.cols, what);
     }
-    if (tile && s.rowScratch >= 0) scratchOk(s.rowScratch, window * s.rows, what);
+    if (tile && s.rowScratch >= 0) scratchOk(s.rowScratch, (s.rowPackWhole ? s.extent : window) * s.rows, what);
+    if (!tile && hasRows && !s.conds.empty()) fail("row pack with padding conditions");
     if (tile && (s.value.kind != ExprKind::Binary || s.value.binaryOp != BinaryOp::Mul))
       fail("tile value is not a product of a row and a column operand");
     if (tile && (s.acc < 0 || s.acc >= k.numAccs)) fail(fmt::format("unknown accumulator {}", s.acc));
@@ -262,6 +267,7 @@ struct Verifier {
     if (hasCols) bound[s.colVar] = true;
     if (hasRows) bound[s.rowVar] = true;
     expr(s.value);
+    for (const GuardCond& c : s.conds) index(c.index);
     bound[s.var] = false;
     for (const Stmt& b : s.body) stmt(b);
     if (hasCols) bound[s.colVar] = false;

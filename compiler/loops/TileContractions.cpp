@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace texc::loops {
 
 namespace {
@@ -324,6 +326,349 @@ bool canBlockK(const LoopProgram& p, const Contraction& c) {
   return rowSeen;
 }
 
+// ---- implicit GEMM: reductions over several variables, with padding guards (convolution) ----
+
+// The coefficient of `var` in `ix` when `ix` is affine in it (Add, Sub, Mul by a constant);
+// false when `var` sits under a floor division or modulo.
+bool coefficientOf(const IndexExpr& ix, int var, int64_t& coeff) {
+  switch (ix.kind) {
+    case IndexExpr::Kind::Const: coeff = 0; return true;
+    case IndexExpr::Kind::Var: coeff = ix.var == var ? 1 : 0; return true;
+    case IndexExpr::Kind::Add:
+    case IndexExpr::Kind::Sub: {
+      int64_t a = 0, b = 0;
+      if (!coefficientOf(ix.ops[0], var, a) || !coefficientOf(ix.ops[1], var, b)) return false;
+      coeff = ix.kind == IndexExpr::Kind::Add ? a + b : a - b;
+      return true;
+    }
+    case IndexExpr::Kind::Mul:
+      if (!coefficientOf(ix.ops[0], var, coeff)) return false;
+      coeff *= ix.constant;
+      return true;
+    case IndexExpr::Kind::FloorDiv:
+    case IndexExpr::Kind::Mod: coeff = 0; return !usesVar(ix, var);
+  }
+  return false;
+}
+
+bool unitIn(const IndexExpr& ix, int var) {
+  int64_t coeff = 0;
+  return coefficientOf(ix, var, coeff) && coeff == 1;
+}
+
+void substitute(IndexExpr& ix, int var, const IndexExpr& by) {
+  if (ix.kind == IndexExpr::Kind::Var && ix.var == var) {
+    ix = by;
+    return;
+  }
+  for (IndexExpr& o : ix.ops) substitute(o, var, by);
+}
+
+IndexExpr divMod(IndexExpr x, IndexExpr::Kind kind, int64_t by) {
+  IndexExpr e;
+  e.kind = kind;
+  e.constant = by;
+  e.ops.push_back(std::move(x));
+  return e;
+}
+
+// `acc = 0; for c { for r { for s { [if guard] acc += X * Y } } }; store` under the innermost
+// loop j of a chain, read as one reduction over a new variable that walks (c, r, s) in order:
+// c = crs / (R*S), r = crs / S % R, s = crs % S. The guard's terms are the padding; they
+// become zeros of the packed column operand.
+struct ImplicitGemm {
+  Contraction c;
+  std::vector<Stmt*> chain;          // the perfectly nested output loops, outermost first
+  std::vector<GuardCond> padding;    // over the flattened variable
+  bool canBlockK = false;            // the output can hold partial sums
+};
+
+void substitute(Expr& e, int var, const IndexExpr& by) {
+  if (e.kind == ExprKind::VarValue) {
+    if (e.index.empty() && e.var == var) e.index.push_back(by);
+    else if (!e.index.empty()) substitute(e.index[0], var, by);
+  }
+  if (e.kind == ExprKind::Load)
+    for (IndexExpr& ix : e.index) substitute(ix, var, by);
+  for (Expr& a : e.args) substitute(a, var, by);
+}
+
+// Whether `index` (of a buffer whose last dimension is `width`) ends in (.., y + a, x + b), with
+// y and x nowhere else: then its address is linear in y * width + x, and the loops y and x can
+// become one column loop (an image's pixels in order, no tail per image row).
+bool endsInRowAndColumn(const std::vector<IndexExpr>& index, const std::vector<int64_t>& shape, int y, int x, int64_t width) {
+  const size_t n = index.size();
+  if (n < 2 || shape.back() != width) return false;
+  if (!unitIn(index[n - 1], x) || usesVar(index[n - 1], y) || !unitIn(index[n - 2], y) || usesVar(index[n - 2], x)) return false;
+  for (size_t d = 0; d + 2 < n; ++d)
+    if (usesVar(index[d], x) || usesVar(index[d], y)) return false;
+  return true;
+}
+
+// Merges the column loop with the output loop just outside it (y, x -> p = y * W + x) when the
+// column operand and the store allow it (endsInRowAndColumn): W is often not a multiple of the
+// tile's columns (56, 28), and the tail of every image row would waste a part of a tile.
+void mergeRowIntoColumns(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
+  Contraction& c = g.c;
+  if (g.chain.size() < 3) return;
+  const Stmt* yLoop = g.chain[g.chain.size() - 2];
+  const int y = yLoop->var;
+  if (y == c.i) return;
+  const Buffer& in = p.buffers[c.colOperand.buffer];
+  const Buffer& out = p.buffers[c.store.buffer];
+  if (!endsInRowAndColumn(c.colOperand.index, in.shape, y, c.j, c.N) || !endsInRowAndColumn(c.store.index, out.shape, y, c.j, c.N))
+    return;
+  const std::vector<IndexExpr>& st = c.store.index;
+  if (st.back().kind != IndexExpr::Kind::Var || st[st.size() - 2].kind != IndexExpr::Kind::Var) return;
+  k.varNames.push_back(k.varNames[y] + k.varNames[c.j]);
+  const int pixel = static_cast<int>(k.varNames.size()) - 1;
+  const IndexExpr row = divMod(IndexExpr::makeVar(pixel), IndexExpr::Kind::FloorDiv, c.N);
+  const IndexExpr column = divMod(IndexExpr::makeVar(pixel), IndexExpr::Kind::Mod, c.N);
+  for (Expr* e : {&c.colOperand, &c.store.value}) {
+    substitute(*e, y, row);
+    substitute(*e, c.j, column);
+  }
+  for (IndexExpr& ix : c.store.index) {
+    substitute(ix, y, row);
+    substitute(ix, c.j, column);
+  }
+  for (GuardCond& cond : g.padding) {
+    substitute(cond.index, y, row);
+    substitute(cond.index, c.j, column);
+  }
+  c.j = pixel;
+  c.N *= yLoop->extent;
+  g.chain.erase(g.chain.end() - 2, g.chain.end());  // the pixel loop replaces both
+}
+
+bool matchImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
+  std::vector<Stmt>* level = &k.body;
+  while (level->size() == 1 && (*level)[0].kind == StmtKind::Loop) {
+    g.chain.push_back(&(*level)[0]);
+    level = &(*level)[0].body;
+  }
+  if (g.chain.size() < 2 || level->size() != 3) return false;
+  const Stmt& init = (*level)[0];
+  const Stmt* inner = &(*level)[1];
+  const Stmt& store = (*level)[2];
+  if (init.kind != StmtKind::AccInit || init.reduce != ReduceKind::Sum || store.kind != StmtKind::Store) return false;
+  std::vector<const Stmt*> loops;
+  while (inner->kind == StmtKind::Loop && inner->body.size() == 1) {
+    loops.push_back(inner);
+    inner = &inner->body[0];
+  }
+  const Stmt* guard = nullptr;
+  if (inner->kind == StmtKind::Guard && inner->body.size() == 1) {
+    guard = inner;
+    inner = &inner->body[0];
+  }
+  if (loops.empty()) return false;
+  if (inner->kind != StmtKind::AccUpdate || inner->acc != init.acc || inner->reduce != ReduceKind::Sum) return false;
+  const Expr& v = inner->value;
+  if (v.kind != ExprKind::Binary || v.binaryOp != BinaryOp::Mul || !isF32Load(p, v.args[0]) || !isF32Load(p, v.args[1]))
+    return false;
+
+  // The flattened reduction variable, named after the loops it replaces.
+  std::string name;
+  int64_t K = 1;
+  for (const Stmt* l : loops) {
+    name += k.varNames[l->var];
+    K *= l->extent;
+  }
+  k.varNames.push_back(name);
+  const int flat = static_cast<int>(k.varNames.size()) - 1;
+  Expr ops[2] = {v.args[0], v.args[1]};
+  if (guard) g.padding = guard->conds;
+  int64_t stride = K;
+  for (size_t d = 0; d < loops.size(); ++d) {
+    stride /= loops[d]->extent;
+    IndexExpr at = IndexExpr::makeVar(flat);
+    if (stride > 1) at = divMod(std::move(at), IndexExpr::Kind::FloorDiv, stride);
+    if (d > 0) at = divMod(std::move(at), IndexExpr::Kind::Mod, loops[d]->extent);
+    for (Expr& op : ops)
+      for (IndexExpr& ix : op.index) substitute(ix, loops[d]->var, at);
+    for (GuardCond& cond : g.padding) substitute(cond.index, loops[d]->var, at);
+  }
+
+  // Rows: the one output loop the row operand reads (it reads no other); columns: the innermost
+  // loop, unit stride in the column operand's last index; the others are batch loops.
+  const int j = g.chain.back()->var;
+  auto rowVarOf = [&](const Expr& e) {
+    int found = -1;
+    for (const Stmt* l : g.chain)
+      if (loadUses(e, l->var)) found = found < 0 ? l->var : -2;
+    return found;
+  };
+  auto isColumn = [&](const Expr& e, int i) {
+    if (e.index.empty() || loadUses(e, i) || !unitIn(e.index.back(), j)) return false;
+    for (size_t d = 0; d + 1 < e.index.size(); ++d)
+      if (usesVar(e.index[d], j)) return false;
+    return true;
+  };
+  int rowOp = -1;
+  for (int a = 0; a < 2 && rowOp < 0; ++a) {
+    int i = rowVarOf(ops[a]);
+    if (i >= 0 && i != j && isColumn(ops[1 - a], i)) rowOp = a;
+  }
+  if (rowOp < 0) return false;
+  const int i = rowVarOf(ops[rowOp]);
+  // The padding is applied while packing the column operand: it may not depend on the row, and
+  // a column it depends on must be at unit stride (one lane mask per vector). The row operand is
+  // packed without a check, so no condition may guard one of its indices (lowering guards
+  // exactly the accesses that may fall outside).
+  for (const GuardCond& cond : g.padding) {
+    if (usesVar(cond.index, i) || (usesVar(cond.index, j) && !unitIn(cond.index, j))) return false;
+    for (const IndexExpr& ix : ops[rowOp].index)
+      if (sameIndex(ix, cond.index)) return false;
+  }
+  // Every output loop indexes the store directly: its iterations are independent, so the batch
+  // loops may move.
+  for (const Stmt* l : g.chain) {
+    bool direct = false;
+    for (const IndexExpr& ix : store.index) direct = direct || (ix.kind == IndexExpr::Kind::Var && ix.var == l->var);
+    if (!direct || loadsBuffer(store.value, store.buffer)) return false;
+  }
+  // Padding is evaluated in 32-bit lanes.
+  if (p.buffers[ops[1 - rowOp].buffer].numElements() >= (int64_t{1} << 31)) return false;
+  for (const Stmt* l : g.chain)
+    if (l->var == i) g.c.M = l->extent;
+  g.c.i = i;
+  g.c.j = j;
+  g.c.k = flat;
+  g.c.N = g.chain.back()->extent;
+  g.c.K = K;
+  g.c.acc = init.acc;
+  g.c.rowOperand = ops[rowOp];
+  g.c.colOperand = ops[1 - rowOp];
+  g.c.store = store;
+  g.canBlockK = canBlockK(p, g.c);
+  mergeRowIntoColumns(p, k, g);
+  return true;
+}
+
+// Scratch both packs of an implicit GEMM may take (stack of the kernel's call).
+constexpr int64_t kImplicitGemmStackBytes = 2 << 20;
+
+// The implicit-GEMM nest. The row operand (the weights) is packed whole, once per call of the
+// kernel, before its parallel loop: every pixel block and image reuses it. The column operand
+// is packed from the input itself per pixel block, image and k block, with the padding written
+// as zeros, so the micro-kernel runs without a guard:
+//
+//   pack s0[i < M in panels of mr][k < K] = W[..]
+//   for jc (pixel blocks of nc) and the batch loops, the longest outermost (parallel when the
+//       kernel was: one image still gives every thread work)
+//     for kc blocks
+//       pack s1[k in window][j < nc in panels of nr] = I[..] (0 where padded)
+//       for jt: for it: tile mr x nr
+void tileImplicitGemm(Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
+  const Contraction& c = g.c;
+  auto newVar = [&](const std::string& name) {
+    k.varNames.push_back(name);
+    return static_cast<int>(k.varNames.size()) - 1;
+  };
+  auto newScratch = [&](int64_t n) {
+    k.scratchSizes.push_back(n);
+    return static_cast<int>(k.scratchSizes.size()) - 1;
+  };
+  const int64_t rowsPacked = (c.M + s.mr - 1) / s.mr * s.mr;
+  const int kb = s.kc > 0 ? newVar(k.varNames[c.k] + "_c") : -1;
+  const int jc = newVar(k.varNames[c.j] + "_c");
+  const int jt = newVar(k.varNames[c.j] + "_t");
+  const int it = newVar(k.varNames[c.i] + "_t");
+  const int64_t window = s.kc > 0 ? s.kc : c.K;
+  const int rowPack = newScratch(rowsPacked * c.K);
+  const int colPack = newScratch(window * s.nc);
+
+  Stmt tile;
+  tile.kind = StmtKind::Tile;
+  tile.var = c.k;
+  tile.extent = c.K;
+  tile.rowVar = c.i;
+  tile.colVar = c.j;
+  tile.rowBase = scaled(it, s.mr);
+  tile.colBase = sum(scaled(jc, s.nc), scaled(jt, s.nr));
+  tile.blockCol = scaled(jt, s.nr);
+  tile.blockRow = scaled(it, s.mr);
+  tile.rows = s.mr;
+  tile.cols = s.nr;
+  tile.rowExtent = c.M;
+  tile.colExtent = c.N;
+  tile.acc = c.acc;
+  tile.value.kind = ExprKind::Binary;
+  tile.value.binaryOp = BinaryOp::Mul;
+  tile.value.args = {c.rowOperand, c.colOperand};
+  tile.body.push_back(c.store);
+  tile.scratch = colPack;
+  tile.rowScratch = rowPack;
+  tile.rowPackWhole = true;
+  if (kb >= 0) {
+    tile.kBlock = s.kc;
+    tile.kBase = scaled(kb, s.kc);
+  }
+  Stmt rowTiles = makeLoop(it, rowsPacked / s.mr);
+  rowTiles.body.push_back(std::move(tile));
+  Stmt panels = makeLoop(jt, s.nc / s.nr);
+  panels.body.push_back(std::move(rowTiles));
+
+  Stmt colPackStmt = makePack(c, colPack, s, kb);
+  colPackStmt.colVar = c.j;
+  colPackStmt.colBase = scaled(jc, s.nc);
+  colPackStmt.cols = s.nc;
+  colPackStmt.rows = s.nr;
+  colPackStmt.colExtent = c.N;
+  colPackStmt.value = c.colOperand;
+  colPackStmt.conds = g.padding;
+  // One column block: per k block, pack the input's block, then run its panels.
+  std::vector<Stmt> body;
+  if (kb >= 0) {
+    Stmt kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
+    kBlocks.body.push_back(std::move(colPackStmt));
+    kBlocks.body.push_back(std::move(panels));
+    body.push_back(std::move(kBlocks));
+  } else {
+    body.push_back(std::move(colPackStmt));
+    body.push_back(std::move(panels));
+  }
+
+  // The column blocks and the batch loops (every output loop but the rows and the columns) are
+  // independent: the longest goes outermost and is the parallel loop when the kernel had one,
+  // so that one image still gives every thread work.
+  struct Outer {
+    int var;
+    int64_t extent;
+  };
+  std::vector<Outer> outer;
+  for (const Stmt* l : g.chain)
+    if (l->var != c.i && l->var != c.j) outer.push_back({l->var, l->extent});
+  outer.push_back({jc, (c.N + s.nc - 1) / s.nc});
+  std::stable_sort(outer.begin(), outer.end(), [](const Outer& a, const Outer& b) { return a.extent > b.extent; });
+  const bool parallel = g.chain.front()->parallel;
+  for (size_t b = outer.size(); b-- > 0;) {
+    Stmt l = makeLoop(outer[b].var, outer[b].extent);
+    l.parallel = parallel && b == 0;
+    l.body = std::move(body);
+    body.clear();
+    body.push_back(std::move(l));
+  }
+  Stmt nest = std::move(body[0]);
+  k.parallelExtent = nest.parallel ? nest.extent : 0;
+
+  Stmt rowPackStmt;
+  rowPackStmt.kind = StmtKind::Pack;
+  rowPackStmt.var = c.k;
+  rowPackStmt.extent = c.K;
+  rowPackStmt.scratch = rowPack;
+  rowPackStmt.rowVar = c.i;
+  rowPackStmt.rowBase = IndexExpr::makeConst(0);
+  rowPackStmt.rows = rowsPacked;
+  rowPackStmt.cols = s.mr;
+  rowPackStmt.rowExtent = c.M;
+  rowPackStmt.value = c.rowOperand;
+  k.body.clear();
+  k.body.push_back(std::move(rowPackStmt));
+  k.body.push_back(std::move(nest));
+}
+
 }  // namespace
 
 int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleOverrides& overrides) {
@@ -333,10 +678,50 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
     if (k.computeType != DType::F32) continue;  // the micro-kernel is written for f32
     Contraction c;
     bool outermost = false;
-    if (!findContraction(p, k.body, c, outermost)) continue;
-    TileSchedule s = chooseTileSchedule(machine, c.M, c.N, c.K, overrides, canBlockK(p, c));
-    tileOne(k, c, s, outermost);
-    k.schedule = s.explanation;
+    if (findContraction(p, k.body, c, outermost)) {
+      TileSchedule s = chooseTileSchedule(machine, c.M, c.N, c.K, overrides, canBlockK(p, c));
+      tileOne(k, c, s, outermost);
+      k.schedule = s.explanation;
+      ++tiled;
+      continue;
+    }
+    // Convolution and other multi-variable or padded reductions: implicit GEMM, which needs
+    // both operands packed (the padding lives in the packing, the flattened index in both).
+    Kernel candidate = k;
+    ImplicitGemm g;
+    if (overrides.pack == false || overrides.packA == false || !matchImplicitGemm(p, candidate, g)) continue;
+    TileSchedule s = chooseTileSchedule(machine, g.c.M, g.c.N, g.c.K, overrides, g.canBlockK);
+    std::string evened;
+    if (!overrides.mr && s.mr > 2 && (g.c.M + s.mr - 2) / (s.mr - 1) * (s.mr - 1) < (g.c.M + s.mr - 1) / s.mr * s.mr) {
+      // One row fewer per tile when that pads fewer rows: 64 channels are 13 tiles of 5 (65
+      // rows) rather than 11 of 6 (66). The weights are packed whole, so no block size depends
+      // on it.
+      evened = fmt::format("; tiles of {} rows pad fewer rows ({} for {})", s.mr - 1,
+                           (g.c.M + s.mr - 2) / (s.mr - 1) * (s.mr - 1), g.c.M);
+      --s.mr;
+    }
+    if (s.kc > 0 && !overrides.kc) {
+      // Even k blocks: 576 = 3 x 192 rather than 256 + 256 + 64, whose last block pays a tile's
+      // fixed costs (partial sums, epilogue) for a quarter of the work.
+      const int64_t blocks = (g.c.K + s.kc - 1) / s.kc;
+      const int64_t even = (g.c.K + blocks - 1) / blocks;
+      if (even != s.kc) evened += fmt::format("; k blocks evened out to {} x {}", blocks, even);
+      s.kc = even;
+    }
+    if (!overrides.nc) {
+      // Even pixel blocks, in whole panels: 784 = 7 x 112 rather than 6 x 128 + 16, whose last
+      // block packs 128 columns for 16.
+      const int64_t blocks = (g.c.N + s.nc - 1) / s.nc;
+      const int64_t even = ((g.c.N + blocks - 1) / blocks + s.nr - 1) / s.nr * s.nr;
+      if (even != s.nc) evened += fmt::format("; pixel blocks evened out to {} x {}", blocks, even);
+      s.nc = even;
+    }
+    // Both packs live on the stack of each call (the rule keeps the column block small).
+    const int64_t rowsPacked = (g.c.M + s.mr - 1) / s.mr * s.mr;
+    if ((rowsPacked * g.c.K + (s.kc > 0 ? s.kc : g.c.K) * s.nc) * 4 > kImplicitGemmStackBytes) continue;
+    tileImplicitGemm(candidate, g, s);
+    candidate.schedule = s.explanation + evened + "; implicit GEMM: weights packed whole once per call, input packed with its padding as zeros";
+    k = std::move(candidate);
     ++tiled;
   }
   return tiled;

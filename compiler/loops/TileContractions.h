@@ -12,6 +12,11 @@
 //
 // Tails need no separate loops: a tile reaching past M or N computes only what is inside (the
 // code generator clamps row reads and masks or zero-pads column reads).
+//
+// A reduction over several variables, or one whose terms are guarded (convolution with padding),
+// becomes an implicit GEMM: the reduction variables are flattened into one, an image's rows and
+// columns into one pixel variable, and the guard moves into the packing of the input, which
+// writes zeros where it fails (docs/scheduling.md, "Convolution: implicit GEMM").
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <numeric>
 #include <stdexcept>
 
 #include "compiler/backend/llvm/VectorMath.h"
@@ -199,10 +200,12 @@ class KernelGen {
   }
 
   // W consecutive column-operand values from column j (load: the column operand's Load).
-  llvm::Value* columnVector(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask) {
+  // `padded`: masked lanes may lie outside the buffer (padding), so the address is computed
+  // without the inbounds promise.
+  llvm::Value* columnVector(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask, bool padded = false) {
     if (load.kind != ExprKind::Load) throw std::logic_error("tile column operand is not a load");
     vars_[colVar] = j;
-    llvm::Value* ptr = address(load.buffer, load.index);
+    llvm::Value* ptr = address(load.buffer, load.index, !padded);
     auto* vt = llvm::FixedVectorType::get(ft_, static_cast<unsigned>(w));
     if (!mask) return b_.CreateAlignedLoad(vt, ptr, llvm::Align(4));
     return b_.CreateMaskedLoad(vt, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
@@ -227,24 +230,148 @@ class KernelGen {
   // colExtent, by masked loads).
   void pack(const Stmt& s) {
     if (s.rowVar >= 0) return packRows(s);
-    const int64_t w = laneCount(s.rows > 0 ? std::min(s.rows, s.cols) : s.cols);
+    // A padded pack works on 8 lanes: its masks then stay 8 x 32 bits, one AVX2 register, and
+    // LLVM does not narrow them to bytes between the compares and the masked loads.
+    const int64_t w = std::min<int64_t>(laneCount(s.rows > 0 ? std::min(s.rows, s.cols) : s.cols), s.conds.empty() ? 16 : 8);
     llvm::Value* j0 = index(s.colBase);
     KWindow kw = kWindow(s);
     bool ragged = s.colExtent % s.cols != 0;
     std::vector<llvm::Value*> masks(s.cols / w, nullptr);
-    for (int64_t v = 0; ragged && v < s.cols / w; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
+    for (int64_t v = 0; ragged && s.conds.empty() && v < s.cols / w; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
     const int64_t panel = s.rows > 0 ? s.rows : s.cols;
+    const int64_t nvec = s.cols / w;
+    // Padding that repeats along k (a convolution's r, s: every R*S terms) is computed once per
+    // phase and column vector, before the k loop, into a table of masks.
+    auto* maskType = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(w));
+    int64_t period = 1;
+    for (const loops::GuardCond& c : s.conds) {
+      const int64_t p = kPeriod(c.index, s.var);
+      period = p > 0 && period > 0 ? std::lcm(period, p) : 0;
+    }
+    const bool tabled = !s.conds.empty() && period > 0 && period <= 64 && 2 * period <= kw.length;
+    llvm::AllocaInst* table = tabled ? entryAlloca(maskType, period * nvec, "pad.masks") : nullptr;
+    if (tabled) {
+      countedLoop(k_.varNames[s.var] + ".phase", i64(0), i64(period), [&](llvm::Value* q) {
+        vars_[s.var] = q;
+        for (int64_t v = 0; v < nvec; ++v) {
+          llvm::Value* mask = paddingMask(s, b_.CreateAdd(j0, i64(v * w)), w, ragged);
+          b_.CreateAlignedStore(b_.CreateSExt(mask, maskType), b_.CreateInBoundsGEP(maskType, table, b_.CreateAdd(b_.CreateMul(q, i64(nvec)), i64(v))),
+                                llvm::Align(4 * w));
+        }
+      });
+    }
     countedLoop(k_.varNames[s.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
       vars_[s.var] = k;
       llvm::Value* row = b_.CreateMul(b_.CreateSub(k, kw.start), i64(panel));
-      for (int64_t v = 0; v < s.cols / w; ++v) {
-        llvm::Value* vec = columnVector(s.value, b_.CreateAdd(j0, i64(v * w)), s.colVar, w, masks[v]);
+      llvm::Value* phase = tabled ? b_.CreateMul(b_.CreateURem(k, i64(period)), i64(nvec)) : nullptr;
+      for (int64_t v = 0; v < nvec; ++v) {
+        llvm::Value* j = b_.CreateAdd(j0, i64(v * w));
+        // A padded pack computes all its lane masks on 32-bit lanes (mixing them with the
+        // 64-bit column mask would make LLVM shuffle every mask through bytes).
+        llvm::Value* mask = masks[v];
+        if (tabled) {
+          llvm::Value* entry = b_.CreateAlignedLoad(maskType, b_.CreateInBoundsGEP(maskType, table, b_.CreateAdd(phase, i64(v))), llvm::Align(4 * w));
+          mask = b_.CreateICmpSLT(entry, llvm::Constant::getNullValue(maskType));
+        } else if (!s.conds.empty()) {
+          mask = paddingMask(s, j, w, ragged);
+        }
+        llvm::Value* vec = columnVector(s.value, j, s.colVar, w, mask, !s.conds.empty());
         int64_t c = v * w;  // panel (c / panel) starts at (c / panel) * panel * L
         llvm::Value* at = b_.CreateAdd(row, i64((c / panel) * panel * kw.length + c % panel));
         b_.CreateAlignedStore(vec, scratchAt(s.scratch, at), llvm::Align(4 * w));
       }
     });
     vars_[s.var] = vars_[s.colVar] = nullptr;
+  }
+
+  // The lanes j .. j+W-1 of a padded column pack whose every condition holds: a condition that
+  // reads the column is evaluated lane by lane (32-bit lanes; what depends on the column only is
+  // invariant in the pack's k loop and hoisted out of it), the others once for the vector.
+  // With `ragged`, the lanes must also lie below the column extent.
+  llvm::Value* paddingMask(const Stmt& s, llvm::Value* j, int64_t w, bool ragged) {
+    const auto n = static_cast<unsigned>(w);
+    std::vector<llvm::Constant*> steps;
+    for (int64_t l = 0; l < w; ++l) steps.push_back(b_.getInt32(static_cast<uint32_t>(l)));
+    llvm::Value* columns = b_.CreateAdd(b_.CreateVectorSplat(n, b_.CreateTrunc(j, b_.getInt32Ty())), llvm::ConstantVector::get(steps));
+    llvm::Value* all =
+        ragged ? b_.CreateICmpSLT(columns, b_.CreateVectorSplat(n, b_.getInt32(static_cast<uint32_t>(s.colExtent)))) : nullptr;
+    for (const loops::GuardCond& c : s.conds) {
+      llvm::Value* in;
+      if (indexUsesVar(c.index, s.colVar)) {
+        in = b_.CreateICmpULT(laneIndex(c.index, s.colVar, columns), b_.CreateVectorSplat(n, b_.getInt32(static_cast<uint32_t>(c.extent))));
+      } else {
+        in = b_.CreateVectorSplat(n, b_.CreateICmpULT(index(c.index), i64(c.extent)));
+      }
+      all = all ? b_.CreateAnd(all, in) : in;
+    }
+    return all;
+  }
+
+  // `ix` at every lane of `columns` (32-bit lanes, one value of the column variable each); the
+  // other variables are the same in every lane. The tile pass only pads operands whose indices
+  // fit in 32 bits.
+  llvm::Value* laneIndex(const IndexExpr& ix, int colVar, llvm::Value* columns) {
+    const unsigned n = llvm::cast<llvm::FixedVectorType>(columns->getType())->getNumElements();
+    auto constant = [&](int64_t v) { return b_.CreateVectorSplat(n, b_.getInt32(static_cast<uint32_t>(v))); };
+    switch (ix.kind) {
+      case IndexExpr::Kind::Const: return constant(ix.constant);
+      case IndexExpr::Kind::Var:
+        return ix.var == colVar ? columns : b_.CreateVectorSplat(n, b_.CreateTrunc(vars_[ix.var], b_.getInt32Ty()));
+      case IndexExpr::Kind::Add: return b_.CreateAdd(laneIndex(ix.ops[0], colVar, columns), laneIndex(ix.ops[1], colVar, columns));
+      case IndexExpr::Kind::Sub: return b_.CreateSub(laneIndex(ix.ops[0], colVar, columns), laneIndex(ix.ops[1], colVar, columns));
+      case IndexExpr::Kind::Mul: return b_.CreateMul(laneIndex(ix.ops[0], colVar, columns), constant(ix.constant));
+      case IndexExpr::Kind::FloorDiv:
+      case IndexExpr::Kind::Mod: {
+        // Floor semantics, as index() computes them.
+        llvm::Value* a = laneIndex(ix.ops[0], colVar, columns);
+        llvm::Value* c = constant(ix.constant);
+        llvm::Value* r = b_.CreateSRem(a, c);
+        llvm::Value* neg = b_.CreateICmpSLT(r, constant(0));
+        if (ix.kind == IndexExpr::Kind::Mod) return b_.CreateSelect(neg, b_.CreateAdd(r, c), r);
+        return b_.CreateSub(b_.CreateSDiv(a, c), b_.CreateZExt(neg, a->getType()));
+      }
+    }
+    return nullptr;
+  }
+
+  // A P > 0 such that `ix` is the same at var and var + P for every value of the other variables
+  // (var >= 0), or 0 when there is none this simple rule sees: var appears only as (var / d) % m
+  // or var % m, whose period is d * m.
+  static int64_t kPeriod(const IndexExpr& ix, int var) {
+    switch (ix.kind) {
+      case IndexExpr::Kind::Const: return 1;
+      case IndexExpr::Kind::Var: return ix.var == var ? 0 : 1;
+      case IndexExpr::Kind::Add:
+      case IndexExpr::Kind::Sub: {
+        int64_t a = kPeriod(ix.ops[0], var), b = kPeriod(ix.ops[1], var);
+        return a && b ? std::lcm(a, b) : 0;
+      }
+      case IndexExpr::Kind::Mul: return kPeriod(ix.ops[0], var);
+      case IndexExpr::Kind::FloorDiv: return kPeriod(ix.ops[0], var);
+      case IndexExpr::Kind::Mod: {
+        const IndexExpr& e = ix.ops[0];
+        if (ix.constant <= 0) return 0;
+        if (e.kind == IndexExpr::Kind::Var && e.var == var) return ix.constant;
+        if (e.kind == IndexExpr::Kind::FloorDiv && e.constant > 0 && e.ops[0].kind == IndexExpr::Kind::Var && e.ops[0].var == var)
+          return e.constant * ix.constant;
+        return kPeriod(e, var);
+      }
+    }
+    return 0;
+  }
+
+  static bool sameIndex(const IndexExpr& a, const IndexExpr& b) {
+    if (a.kind != b.kind || a.constant != b.constant || a.var != b.var || a.ops.size() != b.ops.size()) return false;
+    for (size_t i = 0; i < a.ops.size(); ++i)
+      if (!sameIndex(a.ops[i], b.ops[i])) return false;
+    return true;
+  }
+
+  static bool indexUsesVar(const IndexExpr& ix, int var) {
+    if (ix.kind == IndexExpr::Kind::Var) return ix.var == var;
+    for (const IndexExpr& o : ix.ops)
+      if (indexUsesVar(o, var)) return true;
+    return false;
   }
 
   // Row pack: scratch[(r / cols) * cols * L + (k - kBase) * cols + r % cols] = row operand at
@@ -348,7 +475,8 @@ class KernelGen {
     std::vector<llvm::Value*> rowIdx;
     for (int64_t r = 0; r < s.rows; ++r)
       rowIdx.push_back(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, i64(r)), i64(s.rowExtent - 1)));
-    llvm::Value* rowPanel = s.rowScratch >= 0 ? b_.CreateMul(index(s.blockRow), i64(kw.length)) : nullptr;
+    llvm::Value* rowPanel =
+        s.rowScratch >= 0 ? b_.CreateMul(index(s.blockRow), i64(s.rowPackWhole ? s.extent : kw.length)) : nullptr;
     llvm::Value* colPanel = s.scratch >= 0 ? b_.CreateMul(index(s.blockCol), i64(kw.length)) : nullptr;
 
     auto kLoop = [&](bool masked) {
@@ -369,7 +497,7 @@ class KernelGen {
         for (int64_t r = 0; r < s.rows; ++r) {
           llvm::Value* aValue;
           if (s.rowScratch >= 0) {
-            llvm::Value* at = b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(kIn, i64(s.rows)), i64(r)));
+            llvm::Value* at = b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(s.rowPackWhole ? k : kIn, i64(s.rows)), i64(r)));
             aValue = b_.CreateLoad(ft_, scratchAt(s.rowScratch, at));
           } else {
             vars_[s.rowVar] = rowIdx[r];
@@ -502,15 +630,23 @@ class KernelGen {
     return nullptr;
   }
 
-  llvm::Value* address(int buffer, const std::vector<IndexExpr>& idx) {
+  llvm::Value* address(int buffer, const std::vector<IndexExpr>& idx, bool inBounds = true) {
     const loops::Buffer& buf = p_.buffers[buffer];
     llvm::Value* offset = llvm::ConstantInt::get(i64_, 0);
     int64_t stride = 1;
     for (size_t d = idx.size(); d-- > 0;) {
-      llvm::Value* term = b_.CreateMul(index(idx[d]), llvm::ConstantInt::get(i64_, stride), "", false, true);
+      // [.., e / W, e % W] over dimensions [.., W] is e itself: the tile pass indexes an image
+      // by its pixel that way, and the address is then plainly linear in it.
+      const IndexExpr* whole = nullptr;
+      if (d > 0 && idx[d].kind == IndexExpr::Kind::Mod && idx[d - 1].kind == IndexExpr::Kind::FloorDiv &&
+          idx[d].constant == buf.shape[d] && idx[d - 1].constant == buf.shape[d] && sameIndex(idx[d].ops[0], idx[d - 1].ops[0]))
+        whole = &idx[d].ops[0];
+      llvm::Value* term = b_.CreateMul(index(whole ? *whole : idx[d]), llvm::ConstantInt::get(i64_, stride), "", false, true);
       offset = b_.CreateAdd(offset, term, "", false, true);
       stride *= buf.shape[d];
+      if (whole) stride *= buf.shape[--d];
     }
+    if (!inBounds) return b_.CreateGEP(storageType(ctx_, buf.dtype), buffers_[buffer], offset);
     return b_.CreateInBoundsGEP(storageType(ctx_, buf.dtype), buffers_[buffer], offset);
   }
 

@@ -16,7 +16,12 @@
 //   - P is elementwise and the factor is at most 2 (softmax's exp feeds both the sum and the
 //     normalisation: computed twice, never stored), or
 //   - P contains a reduction and the factor is at most 1 (each result computed once) and
-//     --fuse=all (--fuse=elementwise keeps every reduction a kernel of its own).
+//     --fuse=all (--fuse=elementwise keeps every reduction a kernel of its own), and
+//   - with tiling on (CPU target, no --no-tile), P is not a contraction (a sum of products of
+//     two f32 elements) read only inside reductions of its readers, nor an elementwise node on
+//     top of one (scale/bias) read only that way: the tile pass tiles a contraction with a pointwise
+//     epilogue only, so conv + scale/bias + max pool becomes a tiled conv kernel with the
+//     scale/bias epilogue and a plain pool kernel instead of one untiled nest.
 // Producers are considered last first. Every decision is recorded with its reason (printed
 // after the pass and by texc explain).
 #include <fmt/format.h>
@@ -36,6 +41,35 @@ bool hasReduce(const Value& v) {
   return found;
 }
 
+// A sum of products of two f32 tensor elements: what the tile pass turns into a tiled kernel
+// (matmul, convolution), when it stays a kernel whose result is stored.
+bool isTileableContraction(const Value& body, DType dtype) {
+  if (dtype != DType::F32) return false;
+  bool found = false;
+  forEachValue(body, [&](const Value& x) {
+    if (x.kind != ValueKind::Reduce || x.reduceKind != ReduceKind::Sum) return;
+    const Value& term = x.args[0];
+    found |= term.kind == ValueKind::Binary && term.binaryOp == BinaryOp::Mul && term.args[0].kind == ValueKind::Access &&
+             term.args[1].kind == ValueKind::Access;
+  });
+  return found;
+}
+
+// Whether `body` reads, directly or through elementwise nodes, a contraction that will be tiled
+// (not an output: an output's kernel is tiled whatever its readers do). Fusing such an
+// elementwise node into a reduction would pull the contraction in after it.
+bool readsTileableContraction(const Graph& g, const Value& body, int depth = 0) {
+  if (depth > 8) return false;
+  bool found = false;
+  forEachValue(body, [&](const Value& x) {
+    if (found || x.kind != ValueKind::Access || g.tensors[x.tensor].computation < 0 || g.tensors[x.tensor].isOutput) return;
+    const Computation& q = g.computations[g.tensors[x.tensor].computation];
+    if (isTileableContraction(q.body, g.tensors[x.tensor].dtype)) found = true;
+    else if (!hasReduce(q.body)) found = readsTileableContraction(g, q.body, depth + 1);
+  });
+  return found;
+}
+
 std::string indexKey(const IndexExpr& ix) {
   std::string k = fmt::format("({} {} {}", static_cast<int>(ix.kind), ix.constant, ix.var);
   for (const IndexExpr& o : ix.ops) k += indexKey(o);
@@ -48,6 +82,7 @@ struct Read {
   std::string key;
   double domain;
   bool inBounds;
+  bool inReduction;  // under a reduction of the reader
 };
 
 // Finds the reads of tensor `t` in computation `ci`, with the domain size around each. The
@@ -66,7 +101,7 @@ void findReads(const Graph& g, int ci, int t, std::vector<Read>& out) {
       if (v.kind == ValueKind::Access && v.tensor == t) {
         std::string key;
         for (const IndexExpr& ix : v.indices) key += indexKey(ix);
-        out.push_back({ci, key, tripsTo(scopes, placementDepth(scopes, v)), v.check == AccessCheck::InBounds});
+        out.push_back({ci, key, tripsTo(scopes, placementDepth(scopes, v)), v.check == AccessCheck::InBounds, v.ownerReduce >= 0});
       }
       if (v.kind != ValueKind::Reduce) {
         for (const Value& a : v.args) walk(a, scopes);
@@ -187,11 +222,16 @@ bool runFuse(CompileState& s) {
     // Distinct reads per consumer, and the recomputation factor.
     std::map<std::pair<int, std::string>, double> distinct;
     bool allInBounds = true;
+    bool readInReduction = true;  // every read sits inside a reduction of its reader
     for (const Read& r : reads) {
       double& d = distinct[{r.consumer, r.key}];
       d = std::max(d, r.domain);
       allInBounds &= r.inBounds;
+      readInReduction &= r.inReduction;
     }
+    // The tile pass tiles a contraction only as a kernel of its own or with a pointwise
+    // epilogue: inside another reduction (conv under a max pool) it would stay untiled.
+    const bool tiling = s.options.tile && s.options.target == Target::Cpu && s.options.schedule.tile != false;
     double total = 0;
     for (auto& [key, domain] : distinct) total += domain;
     double factor = total / static_cast<double>(pt.numElements());
@@ -219,6 +259,12 @@ bool runFuse(CompileState& s) {
     } else if (!reduction && factor > 2) {
       d.reason = fmt::format("not fused: recomputation cost {}x > 2x (its elements are read {} times each)", factorText(factor),
                              factorText(factor));
+    } else if (reduction && tiling && readInReduction && isTileableContraction(p.body, pt.dtype)) {
+      d.reason = "not fused: a contraction read inside its reader's reduction would not be tiled; it gets a tiled kernel of its own "
+                 "(--no-tile fuses it)";
+    } else if (!reduction && tiling && s.options.fuse == FuseMode::All && readInReduction && readsTileableContraction(g, p.body)) {
+      d.reason = "not fused: it is the pointwise epilogue of a contraction that will be tiled; it stays with the contraction, "
+                 "and its reader's reduction reads the result (--no-tile fuses it)";
     } else {
       d.fused = true;
       d.reason = factor <= 1 ? "fused: each element is computed once, in the reader's loop that binds its index"

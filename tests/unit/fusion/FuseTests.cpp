@@ -22,7 +22,7 @@ struct Compiled {
   Program analysed;  // as semantic analysis left it, before any graph pass
 };
 
-std::unique_ptr<Compiled> compile(const std::string& source, FuseMode mode, LetOverrides overrides = {}) {
+std::unique_ptr<Compiled> compile(const std::string& source, FuseMode mode, LetOverrides overrides = {}, bool tile = true) {
   auto c = std::make_unique<Compiled>();
   c->file = std::make_unique<SourceFile>("t.tex", source);
   c->diags = std::make_unique<DiagnosticEngine>(c->file.get());
@@ -30,6 +30,7 @@ std::unique_ptr<Compiled> compile(const std::string& source, FuseMode mode, LetO
   c->state.diags = c->diags.get();
   c->state.overrides = overrides;
   c->state.options.fuse = mode;
+  c->state.options.tile = tile;
   Instrumentation inst;
   inst.verifyEachPass = true;
   std::vector<const PassInfo*> front = buildPipeline(Stage::Sema);
@@ -118,13 +119,41 @@ output y = 0.5 * h * (1 + erf(h * 0.7071067811865476))
   requireSameResults(*c);
 }
 
-TEST_CASE("conv + scale/bias + 2x2 max pool is one kernel; conv is never allocated", "[fusion]") {
-  auto c = compile(source("conv_pool.tex"), FuseMode::All, {{"C", 3}, {"K", 4}, {"H", 8}, {"W", 6}});
+TEST_CASE("conv + scale/bias + 2x2 max pool is one kernel with --no-tile; conv is never allocated", "[fusion]") {
+  auto c = compile(source("conv_pool.tex"), FuseMode::All, {{"C", 3}, {"K", 4}, {"H", 8}, {"W", 6}}, /*tile=*/false);
   CHECK(kernels(*c) == 1);
   CHECK(c->state.graph->findTensor("conv") < 0);
   CHECK(decision(*c, "conv")->fused);
   CHECK(decision(*c, "sb")->fused);
   requireSameResults(*c);
+}
+
+// With tiling on, a contraction read inside another reduction would stay untiled if fused:
+// conv and its pointwise epilogue (scale/bias) form one kernel, which the tile pass makes an
+// implicit GEMM, and the pool reads its result. A contraction read outside a reduction (matmul
+// + bias + gelu) still fuses.
+TEST_CASE("conv + scale/bias + 2x2 max pool with tiling: conv with scale/bias, then the pool", "[fusion]") {
+  auto c = compile(source("conv_pool.tex"), FuseMode::All, {{"C", 3}, {"K", 4}, {"H", 8}, {"W", 6}});
+  CHECK(kernels(*c) == 2);
+  CHECK(c->state.graph->findTensor("conv") < 0);
+  CHECK(c->state.graph->findTensor("sb") >= 0);
+  REQUIRE(decision(*c, "conv"));
+  CHECK(decision(*c, "conv")->fused);
+  REQUIRE(decision(*c, "sb"));
+  CHECK_FALSE(decision(*c, "sb")->fused);
+  CHECK_THAT(decision(*c, "sb")->reason, Catch::Contains("pointwise epilogue of a contraction that will be tiled"));
+  requireSameResults(*c);
+
+  auto sumOfMax = compile("input A : f32[4, 8]\ninput B : f32[8, 5]\nC[i, j] = sum(k: A[i, k] * B[k, j])\n"
+                          "output m[i] = max(j: C[i, j])\n",
+                          FuseMode::All);
+  REQUIRE(decision(*sumOfMax, "C"));
+  CHECK_FALSE(decision(*sumOfMax, "C")->fused);
+  CHECK_THAT(decision(*sumOfMax, "C")->reason, Catch::Contains("would not be tiled"));
+  auto offTiles = compile("input A : f32[4, 8]\ninput B : f32[8, 5]\nC[i, j] = sum(k: A[i, k] * B[k, j])\n"
+                          "output m[i] = max(j: C[i, j])\n",
+                          FuseMode::All, {}, /*tile=*/false);
+  CHECK(decision(*offTiles, "C")->fused);
 }
 
 TEST_CASE("softmax: one kernel; exp is recomputed twice, never stored; the row max runs once per row", "[fusion]") {

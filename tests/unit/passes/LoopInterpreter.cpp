@@ -117,7 +117,12 @@ class KernelRun {
       for (int64_t c = 0; c < s.cols; ++c) {
         vars_[s.var] = k;
         vars_[s.colVar] = j0 + c;
-        scratch(s.scratch, (c / p) * p * w.length + (k - w.start) * p + c % p) = j0 + c < s.colExtent ? eval(s.value) : 0.0;
+        bool padded = false;
+        for (const GuardCond& g : s.conds) {
+          int64_t i = evalIndex(g.index, vars_);
+          padded = padded || i < 0 || i >= g.extent;
+        }
+        scratch(s.scratch, (c / p) * p * w.length + (k - w.start) * p + c % p) = j0 + c < s.colExtent && !padded ? eval(s.value) : 0.0;
       }
   }
 
@@ -148,7 +153,9 @@ class KernelRun {
         double acc = partial && w.start > 0 ? *partial : 0.0;
         for (int64_t k = w.start; k < w.end; ++k) {
           vars_[s.var] = k;
-          double a = s.rowScratch >= 0 ? scratch(s.rowScratch, blockRow * w.length + (k - w.start) * s.rows + r) : eval(s.value.args[0]);
+          double a = !(s.rowScratch >= 0)  ? eval(s.value.args[0])
+                     : s.rowPackWhole      ? scratch(s.rowScratch, blockRow * s.extent + k * s.rows + r)
+                                           : scratch(s.rowScratch, blockRow * w.length + (k - w.start) * s.rows + r);
           double b = s.scratch >= 0 ? scratch(s.scratch, blockCol * w.length + (k - w.start) * s.cols + c) : eval(s.value.args[1]);
           acc += a * b;
         }

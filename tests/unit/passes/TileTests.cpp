@@ -11,6 +11,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "LoopInterpreter.h"
 #include "PassTestSupport.h"
 #include "compiler/loops/TileContractions.h"
@@ -137,6 +139,151 @@ TEST_CASE("tile: tiled contractions compute what the untiled nests compute", "[p
   }
 }
 
+// Convolutions (implicit GEMM): prime sizes, so that rows (output channels, tiles of 6), pixels
+// (panels of 16, blocks of 32 or 128) and the flattened reduction (k blocks) all have tails.
+const char* const kConvPadded =
+    "input I : f32[2, 5, 7, 11]\ninput Wt : f32[13, 5, 3, 3]\ninput scale : f32[13]\ninput bias : f32[13]\n"
+    "output O[n, k, y < 7, x < 11] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s]) * scale[k] + bias[k]\n";
+
+const SemanticsCase kConvCases[] = {
+    {"conv 3x3 pad 1, scale/bias, N=2, C=5, K=13, 7x11", kConvPadded},
+    {"conv 3x3 pad 1, N=1, C=31, K=7, 13x3 (k blocks)",
+     "input I : f32[1, 31, 13, 3]\ninput Wt : f32[7, 31, 3, 3]\n"
+     "output O[n, k, y < 13, x < 3] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n"},
+    {"conv 3x3 without padding (input wider than the output)",
+     "input I : f32[2, 3, 9, 19]\ninput Wt : f32[5, 3, 3, 3]\n"
+     "output O[n, k, y < 7, x < 17] = sum(c, r, s: I[n, c, y + r, x + s] * Wt[k, c, r, s])\n"},
+    {"conv 5x2, padding on one side", "input I : f32[1, 3, 5, 17]\ninput Wt : f32[11, 3, 5, 2]\n"
+                                       "output O[n, k, y < 5, x < 17] = sum(c, r, s: I[n, c, y + r - 2, x + s] * Wt[k, c, r, s])\n"},
+    {"conv 1x1", "input I : f32[3, 7, 5, 3]\ninput P : f32[11, 7]\noutput O[n, k, y < 5, x < 3] = sum(c: P[k, c] * I[n, c, y, x])\n"},
+};
+
+std::vector<std::pair<std::string, loops::ScheduleOverrides>> convSchedules() {
+  std::vector<std::pair<std::string, loops::ScheduleOverrides>> out;
+  for (auto& [what, o] : schedules())
+    if (o.pack != false && o.packA != false) out.push_back({what, o});  // implicit GEMM needs both packs
+  loops::ScheduleOverrides narrow;
+  narrow.kc = 16;
+  narrow.nc = 32;
+  out.push_back({"kc 16, 32 pixels per block", narrow});
+  return out;
+}
+
+TEST_CASE("tile: convolutions as implicit GEMM compute what the untiled nests compute", "[passes][tile][conv]") {
+  for (const SemanticsCase& c : kConvCases) {
+    DYNAMIC_SECTION(c.name) {
+      Lowered l = lower(c.name, c.text);
+      std::vector<std::vector<double>> expected = run(l, l.loops, 11);
+      for (const auto& [what, overrides] : convSchedules()) {
+        INFO("schedule: " << what);
+        loops::LoopProgram tiled = l.loops;
+        CHECK(loops::tileContractions(tiled, avx2Machine(), overrides) == 1);
+        std::vector<std::string> problems = loops::verifyLoopProgram(tiled);
+        INFO(loops::printLoopProgram(tiled));
+        for (const std::string& p : problems) FAIL_CHECK(p);
+        std::vector<std::vector<double>> got = run(l, tiled, 11);
+        for (int id : l.graph.outputs) CHECK(got[id] == expected[id]);
+      }
+    }
+  }
+}
+
+// Every statement of a kernel, depth first.
+void forEachStmt(const std::vector<loops::Stmt>& body, const std::function<void(const loops::Stmt&)>& f) {
+  for (const loops::Stmt& s : body) {
+    f(s);
+    forEachStmt(s.body, f);
+  }
+}
+
+TEST_CASE("tile: the padding guard moves into the packing; the micro-kernel has none", "[passes][tile][conv]") {
+  Lowered l = lower("conv", kConvPadded);
+  int guardsBefore = 0;
+  forEachStmt(l.loops.kernels[0].body, [&](const loops::Stmt& s) { guardsBefore += s.kind == loops::StmtKind::Guard; });
+  REQUIRE(guardsBefore == 1);  // the untiled nest checks the padding at every term
+
+  loops::LoopProgram tiled = l.loops;
+  REQUIRE(loops::tileContractions(tiled, avx2Machine(), {}) == 1);
+  const loops::Kernel& k = tiled.kernels[0];
+  int guards = 0, paddedPacks = 0, rowPacks = 0, tiles = 0;
+  forEachStmt(k.body, [&](const loops::Stmt& s) {
+    guards += s.kind == loops::StmtKind::Guard;
+    if (s.kind == loops::StmtKind::Pack && s.rowVar < 0) {
+      paddedPacks += !s.conds.empty();
+      CHECK(s.conds.size() == 2);  // the row and the column of the input
+    }
+    if (s.kind == loops::StmtKind::Pack && s.rowVar >= 0) {
+      ++rowPacks;
+      CHECK(s.conds.empty());
+      CHECK(s.rows == 15);  // 13 output channels in whole tiles of 5 (6 would pad to 18)
+      CHECK(s.kBlock == 0);  // all of c, r, s: 45
+      CHECK(s.extent == 45);
+    }
+    if (s.kind == loops::StmtKind::Tile) {
+      ++tiles;
+      CHECK(s.conds.empty());
+      CHECK(s.scratch >= 0);
+      CHECK(s.rowScratch >= 0);
+      CHECK(s.rowPackWhole);
+      CHECK(s.colExtent == 7 * 11);  // the pixels of one image, rows merged
+      CHECK(s.extent == 45);
+    }
+  });
+  CHECK(guards == 0);
+  CHECK(paddedPacks == 1);
+  CHECK(rowPacks == 1);
+  CHECK(tiles == 1);
+  // The weights are packed once per call, before the parallel loop.
+  REQUIRE(k.body.size() == 2);
+  CHECK(k.body[0].kind == loops::StmtKind::Pack);
+  CHECK(k.body[1].kind == loops::StmtKind::Loop);
+  CHECK(k.body[1].parallel);
+  CHECK(k.parallelExtent == k.body[1].extent);
+  CHECK(k.schedule.find("implicit GEMM") != std::string::npos);
+}
+
+TEST_CASE("tile: one image still gives the threads work: the pixel blocks are the parallel loop", "[passes][tile][conv]") {
+  Lowered l = lower("one image", "input I : f32[1, 8, 56, 56]\ninput Wt : f32[16, 8, 3, 3]\n"
+                                 "output O[n, k, y < 56, x < 56] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n");
+  REQUIRE(l.loops.kernels[0].parallelExtent == 1);  // untiled: over n only
+  loops::LoopProgram tiled = l.loops;
+  REQUIRE(loops::tileContractions(tiled, avx2Machine(), {}) == 1);
+  const loops::Kernel& k = tiled.kernels[0];
+  REQUIRE(k.body.size() == 2);
+  CHECK(k.body[1].parallel);
+  CHECK(k.varNames[k.body[1].var] == "yx_c");
+  CHECK(k.parallelExtent > 1);
+}
+
+TEST_CASE("tile: convolutions the implicit GEMM does not cover stay as they are", "[passes][tile][conv]") {
+  const char* const programs[] = {
+      // stride 2: the input is not contiguous along the output's columns
+      "input I : f32[1, 3, 9, 9]\ninput Wt : f32[4, 3, 3, 3]\n"
+      "output O[n, k, y < 5, x < 5] = sum(c, r, s: I[n, c, 2 * y + r - 1, 2 * x + s - 1] * Wt[k, c, r, s])\n",
+      // the input is indexed by the output channel too (not a GEMM operand)
+      "input I : f32[6, 9]\ninput Wt : f32[4, 3]\noutput O[k, x] = sum(c < 3: I[k + c - 1, x] * Wt[k, c])\n",
+      // padding on the weights' side: their pack would read outside them
+      "input W : f32[4, 3]\ninput I : f32[4, 9]\noutput O[k, x < 9] = sum(t < 4: W[k, t - 1] * I[t, x])\n",
+      // max, not a sum
+      "input I : f32[1, 3, 9, 9]\ninput Wt : f32[4, 3, 3, 3]\n"
+      "output O[n, k, y < 9, x < 9] = max(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n",
+  };
+  for (const char* text : programs) {
+    DYNAMIC_SECTION(text) {
+      Lowered l = lower("untouched", text);
+      loops::LoopProgram tiled = l.loops;
+      CHECK(loops::tileContractions(tiled, avx2Machine(), {}) == 0);
+      CHECK(loops::printLoopProgram(tiled) == loops::printLoopProgram(l.loops));
+    }
+  }
+  SECTION("pack = off: the padding has nowhere to go") {
+    Lowered l = lower("unpacked", kConvPadded);
+    loops::ScheduleOverrides noPack;
+    noPack.pack = false;
+    CHECK(loops::tileContractions(l.loops, avx2Machine(), noPack) == 0);
+  }
+}
+
 TEST_CASE("tile: goldens before and after, on a fixed machine", "[passes][tile][golden]") {
   const fs::path dir = sourceRoot() / "tests" / "golden" / "tile";
   struct Golden {
@@ -154,6 +301,7 @@ TEST_CASE("tile: goldens before and after, on a fixed machine", "[passes][tile][
       {"matmul_odd_kblocked", kMatmulOdd, kBlocked},
       {"matmul_odd_unpacked", kMatmulOdd, noPack},
       {"matmul_bias_gelu", kCases[6].text, {}},
+      {"conv_implicit_gemm", kConvPadded, {}},
   };
   for (const Golden& g : goldens) {
     DYNAMIC_SECTION(g.file) {
@@ -314,6 +462,17 @@ TEST_CASE("tile: the verifier checks packs and tiles", "[passes][tile]") {
   loops::LoopProgram twice = tiled;
   twice.kernels[0].body[0].var = 0;
   CHECK_THAT(problems(twice), Catch::Contains("bound twice"));
+
+  Lowered conv = lower("verify conv", kConvPadded);
+  loops::LoopProgram convTiled = conv.loops;
+  REQUIRE(loops::tileContractions(convTiled, avx2Machine(), {}) == 1);
+  REQUIRE(loops::verifyLoopProgram(convTiled).empty());
+  loops::LoopProgram paddedRows = convTiled;
+  paddedRows.kernels[0].body[0].conds.push_back({IndexExpr::makeConst(0), 1});  // the weights' pack
+  CHECK_THAT(problems(paddedRows), Catch::Contains("row pack with padding conditions"));
+  loops::LoopProgram shortWeights = convTiled;
+  shortWeights.kernels[0].scratchSizes[0] = 45 * 6;  // one tile's rows of all k, not 18
+  CHECK_THAT(problems(shortWeights), Catch::Contains("scratch s0 is too small"));
 }
 
 }  // namespace
