@@ -33,7 +33,7 @@ MachineInfo hostMachineInfo() {
 }
 
 TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
-                                bool canBlockK) {
+                                bool canBlockK, bool chooseOrder) {
   TileSchedule s;
   const int64_t w = m.vectorFloats;
   s.nr = o.nr.value_or(2 * w);
@@ -89,7 +89,7 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
   // as the stack scratch allows (one per thread when there are several). Take the order that
   // copies fewer bytes.
   std::string order;
-  if (s.kc && s.pack && s.packA) {
+  if (chooseOrder && s.kc && s.pack && s.packA) {
     const int64_t Npad = (N + s.nr - 1) / s.nr * s.nr;
     int64_t wide = std::max(s.nr, stackLimit / (s.kc * 4) / s.nr * s.nr);
     if (T > 1) wide = std::min(wide, ((N + T - 1) / T + s.nr - 1) / s.nr * s.nr);

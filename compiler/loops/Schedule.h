@@ -64,8 +64,10 @@ struct TileSchedule {
 // Applies the rule (and then the overrides) to an M x N x K contraction. nr is always a multiple
 // of the vector width; mc a multiple of mr.
 // `canBlockK`: whether the contraction can keep partial sums in its output (otherwise kc = 0).
+// `chooseOrder`: whether the nest can be built either way round (rows or columns outer); the
+// implicit-GEMM nest has its own order, and gets the rows-outer block sizes.
 TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
-                                bool canBlockK = true);
+                                bool canBlockK = true, bool chooseOrder = true);
 
 // Parses a schedule file's text: `key = value` lines (tile, mr, nr, mc, kc, nc, pack, pack_a)
 // and '#' comments. Returns the error (with its line number) or empty.

@@ -690,7 +690,7 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
     Kernel candidate = k;
     ImplicitGemm g;
     if (overrides.pack == false || overrides.packA == false || !matchImplicitGemm(p, candidate, g)) continue;
-    TileSchedule s = chooseTileSchedule(machine, g.c.M, g.c.N, g.c.K, overrides, g.canBlockK);
+    TileSchedule s = chooseTileSchedule(machine, g.c.M, g.c.N, g.c.K, overrides, g.canBlockK, /*chooseOrder=*/false);
     std::string evened;
     if (!overrides.mr && s.mr > 2 && (g.c.M + s.mr - 2) / (s.mr - 1) * (s.mr - 1) < (g.c.M + s.mr - 1) / s.mr * s.mr) {
       // One row fewer per tile when that pads fewer rows: 64 channels are 13 tiles of 5 (65
