@@ -20,6 +20,12 @@ CompileRequest ProgramOptions::request(Stage until) const {
     if (std::string err = loops::parseScheduleText(f->text(), r.options.schedule); !err.empty())
       throw CommandError{kExitUsage, fmt::format("schedule file '{}': {}", schedulePath, err)};
   }
+  if (!conv.empty()) {
+    loops::ConvMode mode;
+    if (!loops::parseConvMode(conv, mode))
+      throw CommandError{kExitUsage, fmt::format("--conv {}: expected implicit, im2col or direct", conv)};
+    r.options.schedule.conv = mode;  // over a schedule file's conv line
+  }
   r.instrumentation = instrumentation;
   r.instrumentation.printAfter.insert(printAfter.begin(), printAfter.end());
   r.instrumentation.printBefore.insert(printBefore.begin(), printBefore.end());

@@ -23,6 +23,7 @@ struct ProgramOptions {
   bool noPlan = false;  // --no-plan: one buffer per intermediate, no memory plan
   bool noTile = false;       // --no-tile
   std::string schedulePath;  // --schedule FILE (docs/scheduling.md)
+  std::string conv;          // --conv implicit|im2col|direct (empty: the schedule's, else implicit)
   bool timePasses = false;
 
   // The compile request these options describe, running up to `until`.

@@ -27,6 +27,8 @@ void addProgramOptions(CLI::App* cmd, ProgramOptions& o, bool pipeline) {
   cmd->add_flag("--no-plan", o.noPlan, "no memory plan: every intermediate gets a buffer of its own (for comparison)");
   cmd->add_flag("--no-tile", o.noTile, "keep contractions untiled (skip the tile pass)");
   cmd->add_option("--schedule", o.schedulePath, "tile-size overrides for contractions (docs/scheduling.md)")->type_name("FILE");
+  cmd->add_option("--conv", o.conv, "convolutions as implicit GEMM (default), im2col + GEMM, or direct (untiled) loops")
+      ->type_name("implicit|im2col|direct");
   cmd->add_flag("--print-after-all", o.instrumentation.printAfterAll, "print the IR after every pass (to standard error)");
   cmd->add_option("--print-after", o.printAfter, "print the IR after these passes")->delimiter(',')->type_name("PASS,...");
   cmd->add_option("--print-before", o.printBefore, "print the IR before these passes")->delimiter(',')->type_name("PASS,...");

@@ -12,6 +12,24 @@
 
 namespace texc::loops {
 
+const char* convModeName(ConvMode m) {
+  switch (m) {
+    case ConvMode::Implicit: return "implicit";
+    case ConvMode::Im2col: return "im2col";
+    case ConvMode::Direct: return "direct";
+  }
+  return "?";
+}
+
+bool parseConvMode(const std::string& text, ConvMode& out) {
+  for (ConvMode m : {ConvMode::Implicit, ConvMode::Im2col, ConvMode::Direct})
+    if (text == convModeName(m)) {
+      out = m;
+      return true;
+    }
+  return false;
+}
+
 MachineInfo hostMachineInfo() {
   MachineInfo m;
   bool avx512 = false, avx = false;
@@ -135,13 +153,19 @@ std::string parseScheduleText(const std::string& text, ScheduleOverrides& out) {
       (key == "tile" ? out.tile : key == "pack" ? out.pack : out.packA) = value == "on";
       continue;
     }
+    if (key == "conv") {
+      ConvMode mode;
+      if (!parseConvMode(value, mode)) return fmt::format("line {}: conv must be implicit, im2col or direct, got '{}'", no, value);
+      out.conv = mode;
+      continue;
+    }
     if (key == "order") {
       if (value != "rows" && value != "columns") return fmt::format("line {}: order must be rows or columns, got '{}'", no, value);
       out.columnsOuter = value == "columns";
       continue;
     }
     if (key != "mr" && key != "nr" && key != "mc" && key != "kc" && key != "nc")
-      return fmt::format("line {}: unknown key '{}' (expected tile, mr, nr, mc, kc, nc, pack, pack_a or order)", no, key);
+      return fmt::format("line {}: unknown key '{}' (expected tile, mr, nr, mc, kc, nc, pack, pack_a, order or conv)", no, key);
     int64_t v = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     int64_t limit = key == "mc" || key == "kc" || key == "nc" ? 1 << 20 : key == "nr" ? 64 : 16;

@@ -41,6 +41,15 @@ struct MachineInfo {
 // sizes from sysconf; documented defaults (32 KiB L1, 512 KiB L2) where sysconf does not know.
 MachineInfo hostMachineInfo();
 
+// How a convolution (a contraction over several variables, with padding) is computed:
+// implicit GEMM (packed block by block from the input, the default), im2col (the whole patch
+// matrix of an image packed first, then one GEMM over it), or direct (not tiled: the nest as
+// lowered, fused with its pooling).
+enum class ConvMode : uint8_t { Implicit, Im2col, Direct };
+const char* convModeName(ConvMode m);
+// "implicit", "im2col" or "direct"; false for anything else.
+bool parseConvMode(const std::string& text, ConvMode& out);
+
 // Settings a user may fix; unset ones come from the rule.
 struct ScheduleOverrides {
   std::optional<bool> tile;  // off: contractions keep the untiled nest
@@ -48,6 +57,7 @@ struct ScheduleOverrides {
   std::optional<bool> pack;    // pack B panels
   std::optional<bool> packA;   // pack A blocks (key pack_a)
   std::optional<bool> columnsOuter;  // key order: columns (true) or rows (false)
+  std::optional<ConvMode> conv;      // key conv, or --conv
 };
 
 // The schedule of one contraction.

@@ -687,10 +687,28 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
     }
     // Convolution and other multi-variable or padded reductions: implicit GEMM, which needs
     // both operands packed (the padding lives in the packing, the flattened index in both).
+    const ConvMode conv = overrides.conv.value_or(ConvMode::Implicit);
+    if (conv == ConvMode::Direct) continue;
     Kernel candidate = k;
     ImplicitGemm g;
     if (overrides.pack == false || overrides.packA == false || !matchImplicitGemm(p, candidate, g)) continue;
     TileSchedule s = chooseTileSchedule(machine, g.c.M, g.c.N, g.c.K, overrides, g.canBlockK, /*chooseOrder=*/false);
+    if (conv == ConvMode::Im2col) {
+      // The lecture's im2col: the whole patch matrix of an image (K x pixels, padding as zeros)
+      // is packed first, then one GEMM reads it. The same nest with one k block and one column
+      // block; the matrix is too big for the stack, so code generation puts it on the heap.
+      s.kc = 0;
+      s.nc = (g.c.N + s.nr - 1) / s.nr * s.nr;
+      const double matrixMiB = static_cast<double>(g.c.K * s.nc) * 4 / (1 << 20);
+      tileImplicitGemm(candidate, g, s);
+      candidate.schedule = fmt::format(
+          "{}x{}x{}: C tile {}x{}; im2col (--conv=im2col): the patch matrix {}x{} ({:.1f} MiB) is written whole, then read "
+          "back by the GEMM: {:.1f} MiB moved beyond the input, where implicit GEMM packs blocks that stay in cache",
+          g.c.M, g.c.N, g.c.K, s.mr, s.nr, g.c.K, s.nc, matrixMiB, 2 * matrixMiB);
+      k = std::move(candidate);
+      ++tiled;
+      continue;
+    }
     std::string evened;
     if (!overrides.mr && s.mr > 2 && (g.c.M + s.mr - 2) / (s.mr - 1) * (s.mr - 1) < (g.c.M + s.mr - 1) / s.mr * s.mr) {
       // One row fewer per tile when that pads fewer rows: 64 channels are 13 tiles of 5 (65

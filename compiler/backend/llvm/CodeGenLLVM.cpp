@@ -85,13 +85,26 @@ class KernelGen {
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     b_.SetInsertPoint(entry);
     for (int a = 0; a < k_.numAccs; ++a) accs_.push_back(b_.CreateAlloca(ft_, nullptr, "acc" + std::to_string(a)));
+    // Scratch lives on the stack of the call, except what would not fit there (im2col's whole
+    // patch matrix): that comes from the heap and goes back before the call returns.
+    auto* ptr = llvm::PointerType::getUnqual(ctx_);
+    std::vector<llvm::Value*> heap;
     for (size_t i = 0; i < k_.scratchSizes.size(); ++i) {
+      const int64_t bytes = k_.scratchSizes[i] * 4;
+      if (bytes > kStackScratchBytes) {
+        llvm::FunctionCallee alloc = m_.getOrInsertFunction("aligned_alloc", ptr, i64_, i64_);
+        llvm::Value* p = b_.CreateCall(alloc, {i64(64), i64((bytes + 63) / 64 * 64)}, "s" + std::to_string(i));
+        scratch_.push_back(p);
+        heap.push_back(p);
+        continue;
+      }
       llvm::AllocaInst* a = b_.CreateAlloca(ft_, llvm::ConstantInt::get(i64_, k_.scratchSizes[i]), "s" + std::to_string(i));
       a->setAlignment(llvm::Align(64));
       scratch_.push_back(a);
     }
     vars_.assign(k_.varNames.size(), nullptr);
     for (const Stmt& s : k_.body) stmt(s, /*outermost=*/true);
+    for (llvm::Value* p : heap) b_.CreateCall(m_.getOrInsertFunction("free", llvm::Type::getVoidTy(ctx_), ptr), {p});
     b_.CreateRetVoid();
     return f;
   }
@@ -763,7 +776,9 @@ class KernelGen {
   llvm::Value* lo_ = nullptr;
   llvm::Value* hi_ = nullptr;
   std::vector<llvm::AllocaInst*> accs_;
-  std::vector<llvm::AllocaInst*> scratch_;
+  std::vector<llvm::Value*> scratch_;
+  // Larger scratch (im2col's patch matrix) is allocated on the heap.
+  static constexpr int64_t kStackScratchBytes = int64_t{4} << 20;
   std::vector<llvm::Value*> vars_;
 };
 

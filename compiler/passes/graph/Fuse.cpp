@@ -41,16 +41,27 @@ bool hasReduce(const Value& v) {
   return found;
 }
 
+// Whether a sum of products is convolution-like: several reduction variables, or an operand
+// indexed by more than a bare variable (y + r - 1). --conv=direct leaves those untiled.
+bool convolutionLike(const Value& sum) {
+  if (sum.reduceVars.size() > 1) return true;
+  for (const Value& a : sum.args[0].args)
+    for (const IndexExpr& ix : a.indices)
+      if (ix.kind != IndexExpr::Kind::Var) return true;
+  return false;
+}
+
 // A sum of products of two f32 tensor elements: what the tile pass turns into a tiled kernel
-// (matmul, convolution), when it stays a kernel whose result is stored.
-bool isTileableContraction(const Value& body, DType dtype) {
+// (matmul, convolution), when it stays a kernel whose result is stored. `convTiled`: false
+// under --conv=direct, where convolution-like ones stay untiled.
+bool isTileableContraction(const Value& body, DType dtype, bool convTiled) {
   if (dtype != DType::F32) return false;
   bool found = false;
   forEachValue(body, [&](const Value& x) {
     if (x.kind != ValueKind::Reduce || x.reduceKind != ReduceKind::Sum) return;
     const Value& term = x.args[0];
     found |= term.kind == ValueKind::Binary && term.binaryOp == BinaryOp::Mul && term.args[0].kind == ValueKind::Access &&
-             term.args[1].kind == ValueKind::Access;
+             term.args[1].kind == ValueKind::Access && (convTiled || !convolutionLike(x));
   });
   return found;
 }
@@ -58,14 +69,14 @@ bool isTileableContraction(const Value& body, DType dtype) {
 // Whether `body` reads, directly or through elementwise nodes, a contraction that will be tiled
 // (not an output: an output's kernel is tiled whatever its readers do). Fusing such an
 // elementwise node into a reduction would pull the contraction in after it.
-bool readsTileableContraction(const Graph& g, const Value& body, int depth = 0) {
+bool readsTileableContraction(const Graph& g, const Value& body, bool convTiled, int depth = 0) {
   if (depth > 8) return false;
   bool found = false;
   forEachValue(body, [&](const Value& x) {
     if (found || x.kind != ValueKind::Access || g.tensors[x.tensor].computation < 0 || g.tensors[x.tensor].isOutput) return;
     const Computation& q = g.computations[g.tensors[x.tensor].computation];
-    if (isTileableContraction(q.body, g.tensors[x.tensor].dtype)) found = true;
-    else if (!hasReduce(q.body)) found = readsTileableContraction(g, q.body, depth + 1);
+    if (isTileableContraction(q.body, g.tensors[x.tensor].dtype, convTiled)) found = true;
+    else if (!hasReduce(q.body)) found = readsTileableContraction(g, q.body, convTiled, depth + 1);
   });
   return found;
 }
@@ -232,6 +243,7 @@ bool runFuse(CompileState& s) {
     // The tile pass tiles a contraction only as a kernel of its own or with a pointwise
     // epilogue: inside another reduction (conv under a max pool) it would stay untiled.
     const bool tiling = s.options.tile && s.options.target == Target::Cpu && s.options.schedule.tile != false;
+    const bool convTiled = s.options.schedule.conv.value_or(loops::ConvMode::Implicit) != loops::ConvMode::Direct;
     double total = 0;
     for (auto& [key, domain] : distinct) total += domain;
     double factor = total / static_cast<double>(pt.numElements());
@@ -259,10 +271,10 @@ bool runFuse(CompileState& s) {
     } else if (!reduction && factor > 2) {
       d.reason = fmt::format("not fused: recomputation cost {}x > 2x (its elements are read {} times each)", factorText(factor),
                              factorText(factor));
-    } else if (reduction && tiling && readInReduction && isTileableContraction(p.body, pt.dtype)) {
+    } else if (reduction && tiling && readInReduction && isTileableContraction(p.body, pt.dtype, convTiled)) {
       d.reason = "not fused: a contraction read inside its reader's reduction would not be tiled; it gets a tiled kernel of its own "
                  "(--no-tile fuses it)";
-    } else if (!reduction && tiling && s.options.fuse == FuseMode::All && readInReduction && readsTileableContraction(g, p.body)) {
+    } else if (!reduction && tiling && s.options.fuse == FuseMode::All && readInReduction && readsTileableContraction(g, p.body, convTiled)) {
       d.reason = "not fused: it is the pointwise epilogue of a contraction that will be tiled; it stays with the contraction, "
                  "and its reader's reduction reads the result (--no-tile fuses it)";
     } else {

@@ -417,4 +417,46 @@ TEST_CASE("compile: --no-tile and --schedule FILE", "[driver][compile][tile]") {
   CHECK(contains(missing.err, "cannot read"));
 }
 
+// --conv: the lecture's three ways of computing a convolution, each printed in the loop IR, each
+// matching the reference; a mode that does not exist is a usage error that writes nothing.
+TEST_CASE("compile and run: --conv=implicit|im2col|direct", "[driver][compile][tile]") {
+  Sandbox box;
+  std::string conv = (kExamples / "conv_pool.tex").string();
+  std::vector<std::string> small = {"-D", "C=5", "-D", "K=7", "-D", "H=11", "-D", "W=13"};
+  auto loopsOf = [&](const std::string& mode) {
+    std::vector<std::string> args = {"compile", conv, "--emit", "loops", "--conv", mode};
+    args.insert(args.end(), small.begin(), small.end());
+    return expectSuccess(box, args).out;
+  };
+  std::string implicit = loopsOf("implicit"), im2col = loopsOf("im2col"), direct = loopsOf("direct");
+  CHECK(contains(implicit, "implicit GEMM"));
+  CHECK(contains(im2col, "im2col (--conv=im2col): the patch matrix 45x144"));
+  CHECK_FALSE(contains(direct, "tile "));
+  auto kernelCount = [](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = text.find("\nkernel "); at != std::string::npos; at = text.find("\nkernel ", at + 1)) ++n;
+    return n;
+  };
+  CHECK(kernelCount(direct) == 1);    // conv, scale/bias and pool in one untiled nest
+  CHECK(kernelCount(implicit) == 2);  // the tiled conv with its scale/bias, then the pool
+  CHECK(implicit == loopsOf("implicit"));
+  fs::path sched = box.input("im2col.sched", "conv = im2col\n");
+  std::vector<std::string> viaFile = {"compile", conv, "--emit", "loops", "--schedule", sched.string()};
+  viaFile.insert(viaFile.end(), small.begin(), small.end());
+  CHECK(expectSuccess(box, viaFile).out == im2col);
+  for (const char* mode : {"implicit", "im2col", "direct"}) {
+    std::vector<std::string> args = {"run", conv, "--random", "3", "--check", "--conv", mode, "--output-dir", (box.work() / mode).string()};
+    args.insert(args.end(), small.begin(), small.end());
+    Result r = expectSuccess(box, args);
+    CHECK(contains(r.out, "pool: max abs error"));
+  }
+
+  Snapshot before = snapshot(box.work());
+  Result bad = runTexc(box, {"compile", conv, "--conv", "winograd", "-o", "out.ll"});
+  INFO(bad.describe());
+  CHECK(bad.status == 2);
+  CHECK(contains(bad.err, "--conv winograd: expected implicit, im2col or direct"));
+  CHECK(snapshot(box.work()) == before);
+}
+
 }  // namespace texc::drivertest

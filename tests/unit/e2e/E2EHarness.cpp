@@ -329,6 +329,8 @@ const std::vector<Variant>& variants() {
         {"-O3 --fuse=none --no-plan --threads 2", {"-O3", "--fuse=none", "--no-plan", "--threads", "2"}},
         {"-O3 --no-plan --threads 1", {"-O3", "--no-plan", "--threads", "1"}},
         {"-O3 --no-tile --threads 2", {"-O3", "--no-tile", "--threads", "2"}},
+        // Convolutions through the whole im2col patch matrix instead of implicit GEMM blocks.
+        {"-O3 --conv=im2col --threads 1", {"-O3", "--conv=im2col", "--threads", "1"}},
     };
     if (std::getenv("TEXC_E2E_ALL_VARIANTS")) {
       list.push_back({"-O2 --fuse=elementwise --threads 3", {"-O2", "--fuse=elementwise", "--threads", "3"}});

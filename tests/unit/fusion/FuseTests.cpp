@@ -1,5 +1,6 @@
 // The fuse pass: which producers it fuses, why, and that fusion never changes results.
 #include <catch2/catch.hpp>
+#include <optional>
 
 #include <cmath>
 #include <fstream>
@@ -22,7 +23,8 @@ struct Compiled {
   Program analysed;  // as semantic analysis left it, before any graph pass
 };
 
-std::unique_ptr<Compiled> compile(const std::string& source, FuseMode mode, LetOverrides overrides = {}, bool tile = true) {
+std::unique_ptr<Compiled> compile(const std::string& source, FuseMode mode, LetOverrides overrides = {}, bool tile = true,
+                                  std::optional<loops::ConvMode> conv = std::nullopt) {
   auto c = std::make_unique<Compiled>();
   c->file = std::make_unique<SourceFile>("t.tex", source);
   c->diags = std::make_unique<DiagnosticEngine>(c->file.get());
@@ -31,6 +33,7 @@ std::unique_ptr<Compiled> compile(const std::string& source, FuseMode mode, LetO
   c->state.overrides = overrides;
   c->state.options.fuse = mode;
   c->state.options.tile = tile;
+  c->state.options.schedule.conv = conv;
   Instrumentation inst;
   inst.verifyEachPass = true;
   std::vector<const PassInfo*> front = buildPipeline(Stage::Sema);
@@ -154,6 +157,21 @@ TEST_CASE("conv + scale/bias + 2x2 max pool with tiling: conv with scale/bias, t
                           "output m[i] = max(j: C[i, j])\n",
                           FuseMode::All, {}, /*tile=*/false);
   CHECK(decision(*offTiles, "C")->fused);
+}
+
+// --conv=direct: convolutions are not tiled, so nothing is kept apart for them (one kernel, as
+// with --no-tile); a matmul read inside a reduction still is.
+TEST_CASE("conv + scale/bias + 2x2 max pool with --conv=direct is one kernel", "[fusion]") {
+  auto c = compile(source("conv_pool.tex"), FuseMode::All, {{"C", 3}, {"K", 4}, {"H", 8}, {"W", 6}}, /*tile=*/true,
+                   loops::ConvMode::Direct);
+  CHECK(kernels(*c) == 1);
+  CHECK(decision(*c, "conv")->fused);
+  CHECK(decision(*c, "sb")->fused);
+  requireSameResults(*c);
+  auto sumOfMax = compile("input A : f32[4, 8]\ninput B : f32[8, 5]\nC[i, j] = sum(k: A[i, k] * B[k, j])\n"
+                          "output m[i] = max(j: C[i, j])\n",
+                          FuseMode::All, {}, /*tile=*/true, loops::ConvMode::Direct);
+  CHECK_FALSE(decision(*sumOfMax, "C")->fused);
 }
 
 TEST_CASE("softmax: one kernel; exp is recomputed twice, never stored; the row max runs once per row", "[fusion]") {

@@ -14,6 +14,8 @@
 #include <functional>
 
 #include "LoopInterpreter.h"
+#include <algorithm>
+
 #include "PassTestSupport.h"
 #include "compiler/loops/TileContractions.h"
 #include "compiler/passes/Pipeline.h"
@@ -166,6 +168,9 @@ std::vector<std::pair<std::string, loops::ScheduleOverrides>> convSchedules() {
   narrow.kc = 16;
   narrow.nc = 32;
   out.push_back({"kc 16, 32 pixels per block", narrow});
+  loops::ScheduleOverrides im2col;
+  im2col.conv = loops::ConvMode::Im2col;
+  out.push_back({"--conv=im2col: the whole patch matrix first", im2col});
   return out;
 }
 
@@ -275,6 +280,26 @@ TEST_CASE("tile: convolutions the implicit GEMM does not cover stay as they are"
       CHECK(loops::tileContractions(tiled, avx2Machine(), {}) == 0);
       CHECK(loops::printLoopProgram(tiled) == loops::printLoopProgram(l.loops));
     }
+  }
+  SECTION("--conv=direct: convolutions stay as lowered, matmul is still tiled") {
+    Lowered l = lower("direct", kConvPadded);
+    loops::ScheduleOverrides direct;
+    direct.conv = loops::ConvMode::Direct;
+    loops::LoopProgram tiled = l.loops;
+    CHECK(loops::tileContractions(tiled, avx2Machine(), direct) == 0);
+    CHECK(loops::printLoopProgram(tiled) == loops::printLoopProgram(l.loops));
+    Lowered mm = lower("matmul", kMatmulOdd);
+    CHECK(loops::tileContractions(mm.loops, avx2Machine(), direct) == 1);
+  }
+  SECTION("--conv=im2col: one column block of every pixel, no k blocks, the bytes in the schedule") {
+    Lowered l = lower("im2col", kConvPadded);
+    loops::ScheduleOverrides im2col;
+    im2col.conv = loops::ConvMode::Im2col;
+    REQUIRE(loops::tileContractions(l.loops, avx2Machine(), im2col) == 1);
+    const loops::Kernel& k = l.loops.kernels[0];
+    // 45 x 77 pixels (7 x 11 merged), padded to 80: the patch matrix is 45 x 80 floats.
+    CHECK(k.schedule.find("im2col (--conv=im2col): the patch matrix 45x80") != std::string::npos);
+    CHECK(std::find(k.scratchSizes.begin(), k.scratchSizes.end(), 45 * 80) != k.scratchSizes.end());
   }
   SECTION("pack = off: the padding has nowhere to go") {
     Lowered l = lower("unpacked", kConvPadded);
@@ -428,8 +453,12 @@ TEST_CASE("tile: schedule files", "[passes][tile]") {
     return loops::parseScheduleText(text, x);
   };
   CHECK(error("mr 6\n") == "line 1: expected 'key = value', got 'mr 6'");
-  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, mc, kc, nc, pack, pack_a or order)");
+  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, mc, kc, nc, pack, pack_a, order or conv)");
   CHECK(error("order = diagonal\n") == "line 1: order must be rows or columns, got 'diagonal'");
+  CHECK(error("conv = winograd\n") == "line 1: conv must be implicit, im2col or direct, got 'winograd'");
+  loops::ScheduleOverrides cv;
+  CHECK(loops::parseScheduleText("conv = im2col\n", cv) == "");
+  CHECK(cv.conv == loops::ConvMode::Im2col);
   loops::ScheduleOverrides ord;
   CHECK(loops::parseScheduleText("order = columns\n", ord) == "");
   CHECK(ord.columnsOuter == true);
