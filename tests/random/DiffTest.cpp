@@ -132,6 +132,23 @@ void compareOutputs(const std::string& label, const Program& p, const std::vecto
   }
 }
 
+// Runs the pipeline of variant `v` up to `until` into `s` (the caller owns the file and the
+// diagnostics it points to), with the IR verifiers after every pass: a verifier failure is a bug
+// the random programs should surface. A valid program that fails to compile is a mismatch.
+bool compileVariant(const SourceFile& file, DiagnosticEngine& diags, const Variant& v, Stage until, CompileState& s,
+                    Outcome& out) {
+  s.file = &file;
+  s.diags = &diags;
+  s.options = v.options;
+  Instrumentation inst;
+  inst.verifyEachPass = true;
+  const bool ran = runPipeline(s, buildPipeline(until), inst);
+  if (ran && (until == Stage::LLVM ? s.llvmModule != nullptr : s.loops.has_value())) return true;
+  out.verdict = Verdict::Mismatch;
+  out.report += "[" + v.name + "] a valid program failed to compile:\n" + diags.render();
+  return false;
+}
+
 // The CUDA target, run through the emulation: the pipeline up to the memory plan, CUDA C with
 // small blocks and a small grid (so grid-stride loops take several rounds and block reductions
 // combine several warps), compiled with the host compiler and run in a device-like arena.
@@ -140,16 +157,7 @@ void checkEmulatedCuda(const std::string& source, const Variant& v, const Progra
   SourceFile file("random.tex", source);
   DiagnosticEngine diags(&file);
   CompileState s;
-  s.file = &file;
-  s.diags = &diags;
-  s.options = v.options;
-  Instrumentation inst;
-  inst.verifyEachPass = true;
-  if (!runPipeline(s, buildPipeline(Stage::Plan), inst) || !s.loops) {
-    out.verdict = Verdict::Mismatch;
-    out.report += "[" + v.name + "] a valid program failed to compile:\n" + diags.render();
-    return;
-  }
+  if (!compileVariant(file, diags, v, Stage::Plan, s, out)) return;
   CudaCodeGenOptions opts;
   opts.threadsPerBlock = 64;
   opts.maxBlocks = 3;
@@ -184,16 +192,7 @@ void checkVariant(const std::string& source, const Variant& v, const Program& an
   SourceFile file("random.tex", source);
   DiagnosticEngine diags(&file);
   CompileState s;
-  s.file = &file;
-  s.diags = &diags;
-  s.options = v.options;
-  Instrumentation inst;
-  inst.verifyEachPass = true;  // a verifier failure is a bug the random programs should surface
-  if (!runPipeline(s, buildPipeline(Stage::LLVM), inst) || !s.llvmModule) {
-    out.verdict = Verdict::Mismatch;
-    out.report += "[" + v.name + "] a valid program failed to compile:\n" + diags.render();
-    return;
-  }
+  if (!compileVariant(file, diags, v, Stage::LLVM, s, out)) return;
   const Program& p = *s.graph;
   std::unique_ptr<CpuExecutable> exe =
       CpuExecutable::load(std::move(s.llvmContext), std::move(s.llvmModule), *s.loops, v.options.optLevel);
