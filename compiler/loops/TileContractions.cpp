@@ -191,6 +191,34 @@ Stmt makePack(const Contraction& c, int scratch, const TileSchedule& s, int kBlo
   return pack;
 }
 
+// The micro-kernel statement of contraction `c` under schedule `s`: an mr x nr tile of the
+// product, reading the packed scratch (-1: in place), over k block `kb` when k is blocked. The
+// caller places it (row and column bases, the blocks it reads).
+Stmt makeTile(const Contraction& c, const TileSchedule& s, int rowPack, int colPack, int kb) {
+  Stmt tile;
+  tile.kind = StmtKind::Tile;
+  tile.var = c.k;
+  tile.extent = c.K;
+  tile.rowVar = c.i;
+  tile.colVar = c.j;
+  tile.rows = s.mr;
+  tile.cols = s.nr;
+  tile.rowExtent = c.M;
+  tile.colExtent = c.N;
+  tile.acc = c.acc;
+  tile.value.kind = ExprKind::Binary;
+  tile.value.binaryOp = BinaryOp::Mul;
+  tile.value.args = {c.rowOperand, c.colOperand};
+  tile.body.push_back(c.store);
+  tile.scratch = colPack;
+  tile.rowScratch = rowPack;
+  if (kb >= 0) {
+    tile.kBlock = s.kc;
+    tile.kBase = scaled(kb, s.kc);
+  }
+  return tile;
+}
+
 void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outermost) {
   auto newVar = [&](const std::string& name) {
     k.varNames.push_back(name);
@@ -211,31 +239,11 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
   int rowPack = s.packA ? newScratch(s.mc * window) : -1;
   int colPack = s.pack ? newScratch(window * packCols) : -1;
 
-  Stmt tile;
-  tile.kind = StmtKind::Tile;
-  tile.var = c.k;
-  tile.extent = c.K;
-  tile.rowVar = c.i;
-  tile.colVar = c.j;
+  Stmt tile = makeTile(c, s, rowPack, colPack, kb);
   tile.rowBase = sum(scaled(ic, s.mc), scaled(it, s.mr));
   tile.colBase = jc >= 0 ? sum(scaled(jc, s.nc), scaled(jt, s.nr)) : scaled(jt, s.nr);
   if (jc >= 0) tile.blockCol = scaled(jt, s.nr);
-  tile.rows = s.mr;
-  tile.cols = s.nr;
-  tile.rowExtent = c.M;
-  tile.colExtent = c.N;
-  tile.acc = c.acc;
-  tile.value.kind = ExprKind::Binary;
-  tile.value.binaryOp = BinaryOp::Mul;
-  tile.value.args = {c.rowOperand, c.colOperand};
-  tile.body.push_back(c.store);
-  tile.scratch = colPack;
-  tile.rowScratch = rowPack;
   tile.blockRow = scaled(it, s.mr);
-  if (kb >= 0) {
-    tile.kBlock = s.kc;
-    tile.kBase = scaled(kb, s.kc);
-  }
 
   Stmt rowTiles = makeLoop(it, s.mc / s.mr);
   rowTiles.body.push_back(std::move(tile));
@@ -579,32 +587,12 @@ void tileImplicitGemm(Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
   const int rowPack = newScratch(rowsPacked * c.K);
   const int colPack = newScratch(window * s.nc);
 
-  Stmt tile;
-  tile.kind = StmtKind::Tile;
-  tile.var = c.k;
-  tile.extent = c.K;
-  tile.rowVar = c.i;
-  tile.colVar = c.j;
+  Stmt tile = makeTile(c, s, rowPack, colPack, kb);
   tile.rowBase = scaled(it, s.mr);
   tile.colBase = sum(scaled(jc, s.nc), scaled(jt, s.nr));
   tile.blockCol = scaled(jt, s.nr);
   tile.blockRow = scaled(it, s.mr);
-  tile.rows = s.mr;
-  tile.cols = s.nr;
-  tile.rowExtent = c.M;
-  tile.colExtent = c.N;
-  tile.acc = c.acc;
-  tile.value.kind = ExprKind::Binary;
-  tile.value.binaryOp = BinaryOp::Mul;
-  tile.value.args = {c.rowOperand, c.colOperand};
-  tile.body.push_back(c.store);
-  tile.scratch = colPack;
-  tile.rowScratch = rowPack;
   tile.rowPackWhole = true;
-  if (kb >= 0) {
-    tile.kBlock = s.kc;
-    tile.kBase = scaled(kb, s.kc);
-  }
   Stmt rowTiles = makeLoop(it, rowsPacked / s.mr);
   rowTiles.body.push_back(std::move(tile));
   Stmt panels = makeLoop(jt, s.nc / s.nr);
