@@ -122,21 +122,28 @@ std::vector<std::pair<std::string, loops::ScheduleOverrides>> schedules() {
   return out;
 }
 
+// Tiles `c`'s program under every schedule: exactly one contraction is tiled, the result
+// verifies, and the interpreter computes the untiled nest's outputs bit for bit (inputs from `seed`).
+void checkTiledMatchesUntiled(const SemanticsCase& c, const std::vector<std::pair<std::string, loops::ScheduleOverrides>>& scheds,
+                              uint64_t seed) {
+  Lowered l = lower(c.name, c.text);
+  std::vector<std::vector<double>> expected = run(l, l.loops, seed);
+  for (const auto& [what, overrides] : scheds) {
+    INFO("schedule: " << what);
+    loops::LoopProgram tiled = l.loops;
+    CHECK(loops::tileContractions(tiled, avx2Machine(), overrides) == 1);
+    std::vector<std::string> problems = loops::verifyLoopProgram(tiled);
+    INFO(loops::printLoopProgram(tiled));
+    for (const std::string& p : problems) FAIL_CHECK(p);
+    std::vector<std::vector<double>> got = run(l, tiled, seed);
+    for (int id : l.graph.outputs) CHECK(got[id] == expected[id]);
+  }
+}
+
 TEST_CASE("tile: tiled contractions compute what the untiled nests compute", "[passes][tile]") {
   for (const SemanticsCase& c : kCases) {
     DYNAMIC_SECTION(c.name) {
-      Lowered l = lower(c.name, c.text);
-      std::vector<std::vector<double>> expected = run(l, l.loops, 7);
-      for (const auto& [what, overrides] : schedules()) {
-        INFO("schedule: " << what);
-        loops::LoopProgram tiled = l.loops;
-        CHECK(loops::tileContractions(tiled, avx2Machine(), overrides) == 1);
-        std::vector<std::string> problems = loops::verifyLoopProgram(tiled);
-        INFO(loops::printLoopProgram(tiled));
-        for (const std::string& p : problems) FAIL_CHECK(p);
-        std::vector<std::vector<double>> got = run(l, tiled, 7);
-        for (int id : l.graph.outputs) CHECK(got[id] == expected[id]);
-      }
+      checkTiledMatchesUntiled(c, schedules(), 7);
     }
   }
 }
@@ -177,18 +184,7 @@ std::vector<std::pair<std::string, loops::ScheduleOverrides>> convSchedules() {
 TEST_CASE("tile: convolutions as implicit GEMM compute what the untiled nests compute", "[passes][tile][conv]") {
   for (const SemanticsCase& c : kConvCases) {
     DYNAMIC_SECTION(c.name) {
-      Lowered l = lower(c.name, c.text);
-      std::vector<std::vector<double>> expected = run(l, l.loops, 11);
-      for (const auto& [what, overrides] : convSchedules()) {
-        INFO("schedule: " << what);
-        loops::LoopProgram tiled = l.loops;
-        CHECK(loops::tileContractions(tiled, avx2Machine(), overrides) == 1);
-        std::vector<std::string> problems = loops::verifyLoopProgram(tiled);
-        INFO(loops::printLoopProgram(tiled));
-        for (const std::string& p : problems) FAIL_CHECK(p);
-        std::vector<std::vector<double>> got = run(l, tiled, 11);
-        for (int id : l.graph.outputs) CHECK(got[id] == expected[id]);
-      }
+      checkTiledMatchesUntiled(c, convSchedules(), 11);
     }
   }
 }
