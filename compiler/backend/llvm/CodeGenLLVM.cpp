@@ -643,22 +643,78 @@ class KernelGen {
     return nullptr;
   }
 
+  // An index as constant + sum of coefficient x atom. Atoms are loop variables and the divisions
+  // and remainders the linear form does not look inside (anything else is linear).
+  struct LinearTerm {
+    const IndexExpr* atom;
+    int64_t coef;
+  };
+  static void linearize(const IndexExpr& ix, int64_t scale, std::vector<LinearTerm>& terms, int64_t& constant) {
+    switch (ix.kind) {
+      case IndexExpr::Kind::Const: constant += scale * ix.constant; return;
+      case IndexExpr::Kind::Add:
+        linearize(ix.ops[0], scale, terms, constant);
+        linearize(ix.ops[1], scale, terms, constant);
+        return;
+      case IndexExpr::Kind::Sub:
+        linearize(ix.ops[0], scale, terms, constant);
+        linearize(ix.ops[1], -scale, terms, constant);
+        return;
+      case IndexExpr::Kind::Mul: linearize(ix.ops[0], scale * ix.constant, terms, constant); return;
+      case IndexExpr::Kind::Var:
+      case IndexExpr::Kind::FloorDiv:
+      case IndexExpr::Kind::Mod:
+        for (LinearTerm& t : terms)
+          if (sameIndex(*t.atom, ix)) {
+            t.coef += scale;
+            return;
+          }
+        terms.push_back({&ix, scale});
+        return;
+    }
+  }
+
+  // The flat element offset of buffer[idx], as a linear form in which every pair
+  // d*c*(e / d) + c*(e % d) has become c*e (floor division makes that exact). The tile pass
+  // indexes an image by its pixel p as [p / W + r - 1, p % W + s - 1]: the offset is then
+  // p + (r - 1) * W + s - 1, plainly linear in p, and neighbouring vectors of a pack share
+  // one base instead of each computing its own division.
   llvm::Value* address(int buffer, const std::vector<IndexExpr>& idx, bool inBounds = true) {
     const loops::Buffer& buf = p_.buffers[buffer];
-    llvm::Value* offset = llvm::ConstantInt::get(i64_, 0);
+    std::vector<LinearTerm> terms;
+    int64_t constant = 0;
     int64_t stride = 1;
     for (size_t d = idx.size(); d-- > 0;) {
-      // [.., e / W, e % W] over dimensions [.., W] is e itself: the tile pass indexes an image
-      // by its pixel that way, and the address is then plainly linear in it.
-      const IndexExpr* whole = nullptr;
-      if (d > 0 && idx[d].kind == IndexExpr::Kind::Mod && idx[d - 1].kind == IndexExpr::Kind::FloorDiv &&
-          idx[d].constant == buf.shape[d] && idx[d - 1].constant == buf.shape[d] && sameIndex(idx[d].ops[0], idx[d - 1].ops[0]))
-        whole = &idx[d].ops[0];
-      llvm::Value* term = b_.CreateMul(index(whole ? *whole : idx[d]), llvm::ConstantInt::get(i64_, stride), "", false, true);
-      offset = b_.CreateAdd(offset, term, "", false, true);
+      linearize(idx[d], stride, terms, constant);
       stride *= buf.shape[d];
-      if (whole) stride *= buf.shape[--d];
     }
+    for (bool merged = true; merged;) {
+      merged = false;
+      for (size_t q = 0; q < terms.size() && !merged; ++q) {
+        const IndexExpr& div = *terms[q].atom;
+        if (div.kind != IndexExpr::Kind::FloorDiv || div.constant <= 0 || terms[q].coef == 0) continue;
+        for (size_t m = 0; m < terms.size(); ++m) {
+          const IndexExpr& mod = *terms[m].atom;
+          if (mod.kind != IndexExpr::Kind::Mod || mod.constant != div.constant || terms[m].coef == 0 ||
+              terms[q].coef != terms[m].coef * div.constant || !sameIndex(mod.ops[0], div.ops[0]))
+            continue;
+          const int64_t c = terms[m].coef;
+          terms[q].coef = terms[m].coef = 0;
+          linearize(div.ops[0], c, terms, constant);
+          merged = true;
+          break;
+        }
+      }
+    }
+    llvm::Value* offset = nullptr;
+    for (const LinearTerm& t : terms) {
+      if (t.coef == 0) continue;
+      llvm::Value* term = index(*t.atom);
+      if (t.coef != 1) term = b_.CreateMul(term, i64(t.coef), "", false, true);
+      offset = offset ? b_.CreateAdd(offset, term, "", false, true) : term;
+    }
+    if (!offset) offset = i64(constant);
+    else if (constant != 0) offset = b_.CreateAdd(offset, i64(constant), "", false, true);
     if (!inBounds) return b_.CreateGEP(storageType(ctx_, buf.dtype), buffers_[buffer], offset);
     return b_.CreateInBoundsGEP(storageType(ctx_, buf.dtype), buffers_[buffer], offset);
   }
