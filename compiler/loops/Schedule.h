@@ -5,10 +5,14 @@
 // vector register and R vector registers:
 //   nr = 2W columns (two vector registers per row of the C tile),
 //   mr = (R - 3) / 2 rows, at most 8 (mr*2 accumulators + 2 column vectors + 1 broadcast <= R),
-//   kc = k block: the kc x nr block of B one column panel gives its tiles fills at most half of
-//        L1, so it stays there while the mc/mr tiles of the row block reuse it; no blocking
-//        when kc >= K (or when the output cannot hold partial sums: not f32, or read by the
-//        epilogue),
+//   kc = k block: the kc x nr block of B one column panel gives its tiles fills at most L1
+//        (matmul; the A micro-panels streaming past evict some of it, which costs less than
+//        the partial sums of C that twice the k blocks would store and reload: 2-3 % at
+//        1024-2048) or half of L1 (implicit GEMM: 5 % faster there), where the mc/mr tiles of
+//        the row block reuse it; no blocking when kc >= K (but one k block for a matmul whose
+//        A rows and a B panel overflow 3/4 of L2: the blocked nest packs B once, the unblocked
+//        one once per row block), or when the output cannot hold partial sums (not f32, or
+//        read by the epilogue),
 //   mc = rows per block: with k blocks, the A block (mc x kc) fills at most half of L2, so it
 //        stays there while every column panel reuses it; without, the A block (mc x K) and the
 //        B panel (K x nr) fill at most 3/4 of L2. A multiple of mr, and small enough for 4 row

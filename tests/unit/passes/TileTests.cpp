@@ -363,13 +363,19 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   loops::TileSchedule s = loops::chooseTileSchedule(avx2Machine(), 1024, 1024, 1024, {});
   CHECK(s.mr == 6);
   CHECK(s.nr == 16);
-  CHECK(s.kc == 256);     // 256 x 16 floats = 16 KiB = L1 / 2
-  CHECK(s.mc == 210);     // 256 KiB / 1 KiB = 256 rows, 252 in whole tiles: 5 blocks, evened out
-  // Rows outer would pack B 5 times (4 + 5 x 4 MiB); columns outer packs A once per column block
+  CHECK(s.kc == 512);     // 512 x 16 floats = 32 KiB = L1
+  CHECK(s.mc == 114);     // 256 KiB / 2 KiB = 128 rows, 126 in whole tiles: 9 blocks, evened out
+  // Rows outer would pack B 9 times (4 + 9 x 4 MiB); columns outer packs A once per column block
   // of 256 (one per thread of 4: 4 + 4 x 4 MiB).
   CHECK(s.columnsOuter);
   CHECK(s.nc == 256);
-  CHECK(s.explanation.find("columns outer: B packed once, A 4x (20.0 MiB copied; rows outer 24.0)") != std::string::npos);
+  CHECK(s.explanation.find("columns outer: B packed once, A 4x (20.0 MiB copied; rows outer 40.0)") != std::string::npos);
+  CHECK(s.explanation.find("B panel 512x16 = 32 KiB <= L1 (32 KiB)") != std::string::npos);
+  // The implicit GEMM's B panel gets half of L1, and no k blocks when K fits.
+  loops::TileSchedule conv = loops::chooseTileSchedule(avx2Machine(), 64, 3136, 576, {}, true, false);
+  CHECK(conv.kc == 256);
+  CHECK(conv.explanation.find("B panel 256x16 = 16 KiB <= L1/2 (16 KiB)") != std::string::npos);
+  CHECK(loops::chooseTileSchedule(avx2Machine(), 64, 3136, 36, {}, true, false).kc == 0);
   CHECK(s.pack);
   CHECK(s.packA);
   CHECK(s.explanation.find("C tile 6x16 = 12 accumulators of 8 floats") != std::string::npos);
@@ -380,7 +386,7 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   loops::TileSchedule w = loops::chooseTileSchedule(avx512, 1024, 1024, 1024, {});
   CHECK(w.nr == 32);
   CHECK(w.mr == 8);
-  CHECK(w.kc == 128);
+  CHECK(w.kc == 256);  // 256 x 32 floats = 32 KiB
 
   // No k blocks when the output cannot keep partial sums: A block and B panel share L2.
   loops::TileSchedule noK = loops::chooseTileSchedule(avx2Machine(), 1024, 1024, 1024, {}, false);
@@ -391,25 +397,31 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   // Small problems: no k blocks when K fits, no more rows per block than C has.
   loops::TileSchedule small = loops::chooseTileSchedule(avx2Machine(), 10, 20, 30, {});
   CHECK(small.kc == 0);
+  // K fits, but all of A does not fit L2 with a B panel: one k block, so that B is packed once.
+  loops::TileSchedule fits = loops::chooseTileSchedule(avx2Machine(), 512, 512, 512, {});
+  CHECK(fits.kc == 512);
+  CHECK(loops::chooseTileSchedule(avx2Machine(), 256, 256, 256, {}).kc == 0);  // 256 rows + a panel fit
   CHECK(small.mc == 12);  // M < 4 mr: one block of 2 tiles
   CHECK(loops::chooseTileSchedule(avx2Machine(), 97, 20, 30, {}).mc == 54);    // 2 blocks (of 66), evened out
   CHECK(loops::chooseTileSchedule(avx2Machine(), 1000, 20, 30, {}).mc == 252);  // 4 blocks
 
-  // Row blocks are shared out among the threads the code runs on; one thread gets one block as far
-  // as L2 allows, so that a wide B is packed once (M = 128, N = K = 4096).
+  // Row blocks are shared out among the threads the code runs on, but blocks of at least 64 rows;
+  // one thread gets one block as far as L2 allows.
   loops::MachineInfo one = avx2Machine(), two = avx2Machine();
   one.threads = 1;
   two.threads = 2;
-  CHECK(loops::chooseTileSchedule(one, 128, 4096, 4096, {}).mc == 132);  // one block (A block 132x256)
-  CHECK(loops::chooseTileSchedule(two, 128, 4096, 4096, {}).mc == 66);   // two blocks, one per thread
+  CHECK(loops::chooseTileSchedule(one, 96, 4096, 4096, {}).mc == 96);    // one block (A block 96x512)
+  CHECK(loops::chooseTileSchedule(one, 128, 4096, 4096, {}).mc == 66);   // 126 rows fit L2/2: two blocks, evened out
+  CHECK(loops::chooseTileSchedule(two, 192, 4096, 4096, {}).mc == 96);   // two blocks, one per thread
   CHECK(loops::chooseTileSchedule(avx2Machine(), 128, 4096, 4096, {}).mc == 66);  // 4 threads: blocks of at least 64 rows
-  CHECK(loops::chooseTileSchedule(one, 1024, 1024, 1024, {}).mc == 210);  // L2 decides
-  // The loop order: one thread at 2048^3 packs B once and A twice (B blocks of 1 MiB, 1024
-  // columns) instead of B 10 times; at 128 x 4096 x 4096 B is packed once either way.
+  CHECK(loops::chooseTileSchedule(one, 1024, 1024, 1024, {}).mc == 114);  // L2 decides
+  // The loop order: one thread at 2048^3 packs B once and A 4 times (B blocks of 1 MiB, 512
+  // columns) instead of B 17 times; M = 96, N = K = 4096 (one row block) packs B once either way.
   loops::TileSchedule big = loops::chooseTileSchedule(one, 2048, 2048, 2048, {});
   CHECK(big.columnsOuter);
-  CHECK(big.nc == 1024);
-  CHECK_FALSE(loops::chooseTileSchedule(one, 128, 4096, 4096, {}).columnsOuter);
+  CHECK(big.nc == 512);
+  CHECK(big.explanation.find("columns outer: B packed once, A 4x (80.0 MiB copied; rows outer 288.0)") != std::string::npos);
+  CHECK_FALSE(loops::chooseTileSchedule(one, 96, 4096, 4096, {}).columnsOuter);
   loops::ScheduleOverrides forced;
   forced.columnsOuter = true;
   CHECK(loops::chooseTileSchedule(one, 128, 4096, 4096, forced).columnsOuter);
