@@ -39,6 +39,7 @@ struct PipelineOptions {
   bool planMemory = true;  // false: --no-plan, one buffer per intermediate
   Target target = Target::Cpu;
   bool tile = true;                   // --no-tile turns the tile pass off
+  bool splitBorders = true;           // off only in tests that tile the lowered nests themselves
   loops::ScheduleOverrides schedule;  // --schedule FILE
   int threads = 0;  // threads the code will run on (run/compare --threads); 0: one per core
 };

@@ -14,6 +14,7 @@
 #include <limits>
 #include <sstream>
 
+#include "LoopInterpreter.h"
 #include "compiler/passes/Pipeline.h"
 #include "frontend/Parser.h"
 #include "runtime/SplitMix64.h"
@@ -312,6 +313,28 @@ std::string compareOutputsExactly(const Graph& a, const std::vector<RefTensor>& 
     }
   }
   return "";
+}
+
+// ---- loop programs -----------------------------------------------------------------------------
+
+LoweredLoops lowerToLoops(const std::string& name, const std::string& text, bool splitBorders) {
+  std::unique_ptr<Session> s = startSession(inlineProgram(name, text));
+  s->state().options.tile = false;
+  s->state().options.splitBorders = splitBorders;
+  bool ok = s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{});
+  INFO(s->failure());
+  REQUIRE(ok);
+  return {*s->state().graph, *s->state().loops};
+}
+
+std::vector<std::vector<double>> interpretOnRandomInputs(const LoweredLoops& l, const loops::LoopProgram& lp, uint64_t seed) {
+  std::vector<RefTensor> inputs = randomInputs(l.graph, seed, 0);
+  std::vector<std::vector<double>> buffers(lp.buffers.size());
+  for (size_t i = 0; i < l.graph.inputs.size(); ++i) buffers[l.graph.inputs[i]] = inputs[i].data;
+  std::string failure = interpretLoops(lp, buffers);
+  INFO(loops::printLoopProgram(lp));
+  REQUIRE(failure == "");
+  return buffers;
 }
 
 }  // namespace texc::passtest

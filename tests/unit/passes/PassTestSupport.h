@@ -107,6 +107,22 @@ Graph applyGraphPass(const PassInfo& pass, const Graph& graph, const PipelineOpt
 // equal exactly when the graphs are the same data, whatever the printers show.
 std::string graphStructure(const Graph& g);
 
+// ---- loop programs -----------------------------------------------------------------------------
+
+// A program lowered to the loop IR by the pipeline, with its graph (for the inputs and outputs).
+struct LoweredLoops {
+  Graph graph;
+  loops::LoopProgram loops;
+};
+
+// The loop program of `text` as lowering makes it: the tile pass off, and split-borders too
+// unless `splitBorders`, so that tests of a loop pass start from the lowered nests.
+LoweredLoops lowerToLoops(const std::string& name, const std::string& text, bool splitBorders = false);
+
+// Runs `lp` (a rewrite of l.loops) under the loop-IR interpreter on the random inputs of `seed`
+// (randomInputs kind 0); fails the test if the interpreter does. Returns every buffer.
+std::vector<std::vector<double>> interpretOnRandomInputs(const LoweredLoops& l, const loops::LoopProgram& lp, uint64_t seed);
+
 // ---- reference runs ----------------------------------------------------------------------------
 
 // Deterministic inputs for every input of `g`. Kind 0: uniform in [-2, 2); kind 1: mostly

@@ -34,29 +34,13 @@ loops::MachineInfo avx2Machine() {
   return m;
 }
 
-// The untiled loop program of `text` (and its graph, for inputs and outputs).
-struct Lowered {
-  Graph graph;
-  loops::LoopProgram loops;
-};
+using Lowered = LoweredLoops;
 
-Lowered lower(const std::string& name, const std::string& text) {
-  std::unique_ptr<Session> s = startSession(inlineProgram(name, text));
-  s->state().options.tile = false;
-  bool ok = s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{});
-  INFO(s->failure());
-  REQUIRE(ok);
-  return {*s->state().graph, *s->state().loops};
-}
+// The untiled loop program of `text` (and its graph, for inputs and outputs).
+Lowered lower(const std::string& name, const std::string& text) { return lowerToLoops(name, text); }
 
 std::vector<std::vector<double>> run(const Lowered& l, const loops::LoopProgram& lp, uint64_t seed) {
-  std::vector<RefTensor> inputs = randomInputs(l.graph, seed, 0);
-  std::vector<std::vector<double>> buffers(lp.buffers.size());
-  for (size_t i = 0; i < l.graph.inputs.size(); ++i) buffers[l.graph.inputs[i]] = inputs[i].data;
-  std::string failure = interpretLoops(lp, buffers);
-  INFO(loops::printLoopProgram(lp));
-  REQUIRE(failure == "");
-  return buffers;
+  return interpretOnRandomInputs(l, lp, seed);
 }
 
 const char* const kMatmulOdd =

@@ -1,0 +1,231 @@
+#include "compiler/loops/SplitBorders.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace texc::loops {
+
+namespace {
+
+// index = coef * v + rest, with rest somewhere in [lo, hi].
+struct Affine {
+  int64_t coef = 0;
+  int64_t lo = 0, hi = 0;
+};
+
+// `ix` as an affine function of variable `v`, the other variables ranging over [0, extent);
+// nothing when v appears other than linearly, or a variable's range is unknown (extent 0).
+std::optional<Affine> affine(const IndexExpr& ix, int v, const std::vector<int64_t>& extents) {
+  switch (ix.kind) {
+    case IndexExpr::Kind::Const: return Affine{0, ix.constant, ix.constant};
+    case IndexExpr::Kind::Var:
+      if (ix.var == v) return Affine{1, 0, 0};
+      if (ix.var < 0 || ix.var >= static_cast<int>(extents.size()) || extents[ix.var] <= 0) return std::nullopt;
+      return Affine{0, 0, extents[ix.var] - 1};
+    case IndexExpr::Kind::Add:
+    case IndexExpr::Kind::Sub: {
+      std::optional<Affine> a = affine(ix.ops[0], v, extents), b = affine(ix.ops[1], v, extents);
+      if (!a || !b) return std::nullopt;
+      if (ix.kind == IndexExpr::Kind::Add) return Affine{a->coef + b->coef, a->lo + b->lo, a->hi + b->hi};
+      return Affine{a->coef - b->coef, a->lo - b->hi, a->hi - b->lo};
+    }
+    case IndexExpr::Kind::Mul: {
+      std::optional<Affine> a = affine(ix.ops[0], v, extents);
+      if (!a) return std::nullopt;
+      const int64_t c = ix.constant;
+      return Affine{a->coef * c, std::min(a->lo * c, a->hi * c), std::max(a->lo * c, a->hi * c)};
+    }
+    case IndexExpr::Kind::FloorDiv:
+    case IndexExpr::Kind::Mod: {
+      // Only of what does not depend on v: floor division by d > 0 is monotone, a remainder
+      // lies in [0, d).
+      std::optional<Affine> a = affine(ix.ops[0], v, extents);
+      if (!a || a->coef != 0 || ix.constant <= 0) return std::nullopt;
+      if (ix.kind == IndexExpr::Kind::Mod) return Affine{0, 0, ix.constant - 1};
+      return Affine{0, floorDiv(a->lo, ix.constant), floorDiv(a->hi, ix.constant)};
+    }
+  }
+  return std::nullopt;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
+
+// The values of v for which `c` holds whatever the other variables are: [lo, hi], empty when
+// lo > hi; nothing when c does not depend on v or cannot be analysed.
+std::optional<std::pair<int64_t, int64_t>> provedRange(const GuardCond& c, int v, const std::vector<int64_t>& extents) {
+  std::optional<Affine> a = affine(c.index, v, extents);
+  if (!a || a->coef == 0) return std::nullopt;
+  // 0 <= coef * v + rest and coef * v + rest <= extent - 1 for every rest in [lo, hi].
+  if (a->coef > 0) return std::pair{ceilDiv(-a->lo, a->coef), floorDiv(c.extent - 1 - a->hi, a->coef)};
+  const int64_t b = -a->coef;
+  return std::pair{ceilDiv(a->hi - (c.extent - 1), b), floorDiv(a->lo, b)};
+}
+
+bool containsTiles(const std::vector<Stmt>& body) {
+  for (const Stmt& s : body)
+    if (s.kind == StmtKind::Pack || s.kind == StmtKind::Tile || containsTiles(s.body)) return true;
+  return false;
+}
+
+void collectConds(const std::vector<Stmt>& body, std::vector<const GuardCond*>& out) {
+  for (const Stmt& s : body) {
+    if (s.kind == StmtKind::Guard)
+      for (const GuardCond& c : s.conds) out.push_back(&c);
+    collectConds(s.body, out);
+  }
+}
+
+// ---- rewriting copies ---------------------------------------------------------------------------
+
+void substitute(IndexExpr& ix, int v, int to, int64_t offset) {
+  if (ix.kind == IndexExpr::Kind::Var && ix.var == v) {
+    IndexExpr shifted = IndexExpr::makeVar(to);
+    if (offset != 0) {
+      IndexExpr sum;
+      sum.kind = IndexExpr::Kind::Add;
+      sum.ops.push_back(std::move(shifted));
+      sum.ops.push_back(IndexExpr::makeConst(offset));
+      shifted = std::move(sum);
+    }
+    ix = std::move(shifted);
+    return;
+  }
+  for (IndexExpr& o : ix.ops) substitute(o, v, to, offset);
+}
+
+void substitute(Expr& e, int v, int to, int64_t offset) {
+  if (e.kind == ExprKind::VarValue && e.index.empty() && e.var == v) {
+    e.index.push_back(IndexExpr::makeVar(v));  // the value of v, as an index that can be shifted
+  }
+  for (IndexExpr& ix : e.index) substitute(ix, v, to, offset);
+  for (Expr& a : e.args) substitute(a, v, to, offset);
+}
+
+void substitute(std::vector<Stmt>& body, int v, int to, int64_t offset) {
+  for (Stmt& s : body) {
+    for (IndexExpr& ix : s.index) substitute(ix, v, to, offset);
+    for (GuardCond& c : s.conds) substitute(c.index, v, to, offset);
+    substitute(s.value, v, to, offset);
+    substitute(s.body, v, to, offset);
+  }
+}
+
+// Drops the conditions that hold for every v in [lo, hi]; a guard left with none is replaced
+// by its body.
+void dropProved(std::vector<Stmt>& body, int v, int64_t lo, int64_t hi, const std::vector<int64_t>& extents) {
+  std::vector<Stmt> out;
+  for (Stmt& s : body) {
+    dropProved(s.body, v, lo, hi, extents);
+    if (s.kind == StmtKind::Guard) {
+      std::erase_if(s.conds, [&](const GuardCond& c) {
+        std::optional<std::pair<int64_t, int64_t>> r = provedRange(c, v, extents);
+        return r && r->first <= lo && hi <= r->second;
+      });
+      if (s.conds.empty()) {
+        for (Stmt& inner : s.body) out.push_back(std::move(inner));
+        continue;
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  body = std::move(out);
+}
+
+struct Splitter {
+  Kernel& kernel;
+  std::vector<int64_t> extents;  // of every loop variable (the largest, where bound twice)
+  int splits = 0;
+
+  explicit Splitter(Kernel& k) : kernel(k), extents(k.varNames.size(), 0) { recordExtents(k.body); }
+
+  void recordExtents(const std::vector<Stmt>& body) {
+    for (const Stmt& s : body) {
+      if (s.kind == StmtKind::Loop) extents[s.var] = std::max(extents[s.var], s.extent);
+      recordExtents(s.body);
+    }
+  }
+
+  int newVar(const std::string& name, int64_t extent) {
+    kernel.varNames.push_back(name);
+    extents.push_back(extent);
+    return static_cast<int>(kernel.varNames.size()) - 1;
+  }
+
+  // The three loops that replace `loop`, or nothing when it stays as it is.
+  std::vector<Stmt> split(const Stmt& loop) {
+    if (loop.parallel || containsTiles(loop.body)) return {};
+    std::vector<const GuardCond*> conds;
+    collectConds(loop.body, conds);
+    int64_t lo = 0, hi = loop.extent - 1;
+    bool any = false;
+    for (const GuardCond* c : conds) {
+      std::optional<std::pair<int64_t, int64_t>> r = provedRange(*c, loop.var, extents);
+      if (!r || r->first > r->second) continue;
+      lo = std::max(lo, r->first);
+      hi = std::min(hi, r->second);
+      any = true;
+    }
+    if (!any || lo > hi) return {};
+    std::vector<Stmt> parts;
+    const std::string& name = kernel.varNames[loop.var];
+    auto part = [&](int var, int64_t extent) {
+      Stmt l = loop;
+      l.var = var;
+      l.extent = extent;
+      return l;
+    };
+    if (lo > 0) parts.push_back(part(loop.var, lo));
+    Stmt interior = part(loop.var, hi - lo + 1);
+    dropProved(interior.body, loop.var, lo, hi, extents);
+    if (lo > 0) {
+      interior.var = newVar(name + ".in", hi - lo + 1);
+      substitute(interior.body, loop.var, interior.var, lo);
+    }
+    parts.push_back(std::move(interior));
+    if (hi < loop.extent - 1) {
+      Stmt upper = part(newVar(name + ".hi", loop.extent - 1 - hi), loop.extent - 1 - hi);
+      substitute(upper.body, loop.var, upper.var, hi + 1);
+      parts.push_back(std::move(upper));
+    }
+    ++splits;
+    return parts;
+  }
+
+  // Splits the loops of `body` that lie outside every reduction: the loops of a reduction
+  // (after its accumulator's init) are short (a 3x3 window), and splitting them would copy the
+  // term for every combination of borders.
+  void run(std::vector<Stmt>& body) {
+    for (const Stmt& s : body)
+      if (s.kind == StmtKind::AccInit) return;
+    std::vector<Stmt> out;
+    for (Stmt& s : body) {
+      if (s.kind == StmtKind::Loop) {
+        std::vector<Stmt> parts = split(s);
+        if (!parts.empty()) {
+          for (Stmt& p : parts) {
+            run(p.body);
+            out.push_back(std::move(p));
+          }
+          continue;
+        }
+      }
+      run(s.body);
+      out.push_back(std::move(s));
+    }
+    body = std::move(out);
+  }
+};
+
+}  // namespace
+
+int splitBorders(LoopProgram& p) {
+  int n = 0;
+  for (Kernel& k : p.kernels) {
+    Splitter s(k);
+    s.run(k.body);
+    n += s.splits;
+  }
+  return n;
+}
+
+}  // namespace texc::loops
