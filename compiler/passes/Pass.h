@@ -40,6 +40,7 @@ struct PipelineOptions {
   Target target = Target::Cpu;
   bool tile = true;                   // --no-tile turns the tile pass off
   loops::ScheduleOverrides schedule;  // --schedule FILE
+  std::string schedulePath;           // that file, for messages
   int threads = 0;  // threads the code will run on (run/compare --threads); 0: one per core
 };
 
@@ -69,6 +70,9 @@ struct CompileState {
   std::unique_ptr<llvm::LLVMContext> llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;  // after codegen-llvm
   std::optional<CudaModule> cuda;            // after codegen-cuda
+  // Set by a pass that cannot do what the user's options ask (a schedule naming a loop the
+  // kernel does not have): the pipeline stops there and the driver reports a usage error.
+  std::string usageError;
 };
 
 // Plan: the memory plan of the loop program's intermediates (it changes no IR, it places it).

@@ -18,6 +18,7 @@ const char* const kPipeline[] = {
     "lower-to-loops",   // graph -> loop nests
     "tile",             // on the loop nests, with the fused epilogues already inside them
     "fuse-row-passes",  // needs the reductions placed in their rows, which lowering does
+    "schedule-loops",   // the user's loop transformations, on the nests `--emit loops` shows (after every automatic rewrite)
     "plan-memory",      // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
     "codegen-llvm",     // loop IR -> LLVM IR
     "optimize-llvm",    // LLVM's own pipeline for the host

@@ -302,7 +302,7 @@ TEST_CASE("codegen-cuda: the cuda target replaces the LLVM passes in the pipelin
   std::string cuda, cpu;
   for (const PassInfo* p : buildPipeline(Stage::CUDA, Target::Cuda)) cuda += std::string(p->name) + " ";
   for (const PassInfo* p : buildPipeline(Stage::LLVM, Target::Cpu)) cpu += std::string(p->name) + " ";
-  CHECK(has(cuda, "lower-to-loops tile fuse-row-passes plan-memory codegen-cuda "));  // tile does nothing for cuda
+  CHECK(has(cuda, "lower-to-loops tile fuse-row-passes schedule-loops plan-memory codegen-cuda "));  // tile does nothing for cuda
   CHECK_FALSE(has(cuda, "codegen-llvm"));
   CHECK(has(cpu, "codegen-llvm optimize-llvm "));
   CHECK_FALSE(has(cpu, "codegen-cuda"));
