@@ -19,6 +19,7 @@ CompileRequest ProgramOptions::request(Stage until) const {
     std::unique_ptr<SourceFile> f = readSourceFile(schedulePath);
     if (std::string err = loops::parseScheduleText(f->text(), r.options.schedule); !err.empty())
       throw CommandError{kExitUsage, fmt::format("schedule file '{}': {}", schedulePath, err)};
+    r.options.schedulePath = schedulePath;
   }
   if (!conv.empty()) {
     loops::ConvMode mode;

@@ -70,6 +70,10 @@ std::unique_ptr<Compilation> compileProgram(const CompileRequest& req) {
   }
   c->ok = runPipeline(s, buildPipeline(req.until, req.options.target), req.instrumentation, &c->timings);
   c->diags->print(std::cerr, stderrWantsColor());
+  if (!s.usageError.empty())
+    throw CommandError{kExitUsage, req.options.schedulePath.empty()
+                                       ? s.usageError
+                                       : fmt::format("schedule file '{}': {}", req.options.schedulePath, s.usageError)};
   if (req.timePasses) printTimings(std::cerr, c->timings);
   // --dump-dir also gets the final LLVM module (the one the JIT or the emitters get) by a fixed name.
   if (c->ok && !req.instrumentation.dumpDir.empty() && req.until == Stage::LLVM && s.llvmModule)

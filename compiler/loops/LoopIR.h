@@ -146,7 +146,8 @@ struct LoopProgram {
 std::string printLoopProgram(const LoopProgram& p);
 
 // Checks structural invariants (variables bound by an enclosing loop, buffers and accumulators in
-// range, ranks match, guards only inside loops). Returns the problems found, empty when valid.
+// range, ranks match, guards only inside loops, at most one parallel loop, at the top level, whose
+// extent is the kernel's parallelExtent). Returns the problems found, empty when valid.
 std::vector<std::string> verifyLoopProgram(const LoopProgram& p);
 
 }  // namespace texc::loops

@@ -143,6 +143,86 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
   return s;
 }
 
+namespace {
+
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+bool parseCount(const std::string& text, int64_t& out) {
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return !text.empty() && ec == std::errc() && p == text.data() + text.size();
+}
+
+// One step of a `loops` line: `split V F`, `reorder V V...`, `unroll V [F]`, `parallel V|off`,
+// `vectorize V [off]`. Returns the error or empty.
+std::string parseLoopStep(const std::string& text, LoopStep& step) {
+  std::vector<std::string> w = words(text);
+  step.text = text;
+  if (w.empty()) return "empty step (two ';' in a row?)";
+  const std::string& op = w[0];
+  const size_t n = w.size() - 1;
+  if (op == "split") {
+    step.kind = LoopStepKind::Split;
+    if (n != 2 || !parseCount(w[2], step.factor) || step.factor < 1)
+      return fmt::format("'{}': expected 'split VAR FACTOR' with a factor >= 1", text);
+    step.vars = {w[1]};
+  } else if (op == "reorder") {
+    step.kind = LoopStepKind::Reorder;
+    if (n < 2) return fmt::format("'{}': expected 'reorder VAR VAR ...' (two loops or more, outermost first)", text);
+    step.vars.assign(w.begin() + 1, w.end());
+  } else if (op == "unroll") {
+    step.kind = LoopStepKind::Unroll;
+    if (n < 1 || n > 2 || (n == 2 && (!parseCount(w[2], step.factor) || step.factor < 2)))
+      return fmt::format("'{}': expected 'unroll VAR FACTOR' with a factor >= 2, or 'unroll VAR' (fully)", text);
+    step.vars = {w[1]};
+  } else if (op == "parallel") {
+    step.kind = LoopStepKind::Parallel;
+    if (n != 1) return fmt::format("'{}': expected 'parallel VAR' or 'parallel off'", text);
+    if (w[1] != "off") step.vars = {w[1]};
+  } else if (op == "vectorize") {
+    step.kind = LoopStepKind::Vectorize;
+    if (n < 1 || n > 2 || (n == 2 && w[2] != "off")) return fmt::format("'{}': expected 'vectorize VAR' or 'vectorize VAR off'", text);
+    step.vars = {w[1]};
+    step.on = n == 1;
+  } else {
+    return fmt::format("unknown loop transformation '{}' (expected split, reorder, unroll, parallel or vectorize)", op);
+  }
+  return "";
+}
+
+// `loops BUFFER: step; step; ...` (the text after `loops`).
+std::string parseLoopsLine(const std::string& rest, int no, ScheduleOverrides& out) {
+  size_t colon = rest.find(':');
+  std::vector<std::string> name = words(rest.substr(0, colon == std::string::npos ? rest.size() : colon));
+  if (colon == std::string::npos || name.size() != 1)
+    return fmt::format("line {}: expected 'loops BUFFER: step; step; ...'", no);
+  LoopScheduleLine line;
+  line.line = no;
+  line.buffer = name[0];
+  std::string steps = rest.substr(colon + 1);
+  for (size_t start = 0; start <= steps.size();) {
+    size_t semi = std::min(steps.find(';', start), steps.size());
+    std::string text = steps.substr(start, semi - start);
+    size_t a = text.find_first_not_of(" \t\r"), b = text.find_last_not_of(" \t\r");
+    text = a == std::string::npos ? "" : text.substr(a, b - a + 1);
+    // A trailing ';' is allowed; an empty step elsewhere is not.
+    if (!(text.empty() && semi == steps.size() && !line.steps.empty())) {
+      LoopStep step;
+      if (std::string err = parseLoopStep(text, step); !err.empty()) return fmt::format("line {}: loops {}: {}", no, line.buffer, err);
+      line.steps.push_back(std::move(step));
+    }
+    start = semi + 1;
+  }
+  out.loops.push_back(std::move(line));
+  return "";
+}
+
+}  // namespace
+
 std::string parseScheduleText(const std::string& text, ScheduleOverrides& out) {
   std::istringstream in(text);
   std::string line;
@@ -155,6 +235,10 @@ std::string parseScheduleText(const std::string& text, ScheduleOverrides& out) {
     };
     line = trim(line);
     if (line.empty()) continue;
+    if (line.rfind("loops", 0) == 0 && line.size() > 5 && (line[5] == ' ' || line[5] == '\t')) {
+      if (std::string err = parseLoopsLine(line.substr(6), no, out); !err.empty()) return err;
+      continue;
+    }
     size_t eq = line.find('=');
     if (eq == std::string::npos) return fmt::format("line {}: expected 'key = value', got '{}'", no, line);
     std::string key = trim(line.substr(0, eq));

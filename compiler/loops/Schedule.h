@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace texc::loops {
 
@@ -54,8 +55,27 @@ const char* convModeName(ConvMode m);
 // "implicit", "im2col" or "direct"; false for anything else.
 bool parseConvMode(const std::string& text, ConvMode& out);
 
+// One loop transformation of a schedule file's `loops` line (docs/scheduling.md, "Loop
+// transformations"); the functions of transforms/LoopTransforms.h apply them.
+enum class LoopStepKind : uint8_t { Split, Reorder, Unroll, Parallel, Vectorize };
+struct LoopStep {
+  LoopStepKind kind = LoopStepKind::Split;
+  std::vector<std::string> vars;  // the loops it names (none: `parallel off`)
+  int64_t factor = 0;             // split and unroll; 0: full unroll
+  bool on = true;                 // vectorize VAR [off]
+  std::string text;               // as written, for messages
+};
+
+// `loops BUFFER: step; step; ...`: the steps for the kernel that writes BUFFER, in order.
+struct LoopScheduleLine {
+  int line = 0;          // in the schedule file
+  std::string buffer;
+  std::vector<LoopStep> steps;
+};
+
 // Settings a user may fix; unset ones come from the rule.
 struct ScheduleOverrides {
+  std::vector<LoopScheduleLine> loops;  // applied by the schedule-loops pass
   std::optional<bool> tile;  // off: contractions keep the untiled nest
   std::optional<int64_t> mr, nr, mc, kc, nc;
   std::optional<bool> pack;    // pack B panels
@@ -83,8 +103,8 @@ struct TileSchedule {
 TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
                                 bool canBlockK = true, bool chooseOrder = true);
 
-// Parses a schedule file's text: `key = value` lines (tile, mr, nr, mc, kc, nc, pack, pack_a)
-// and '#' comments. Returns the error (with its line number) or empty.
+// Parses a schedule file's text: `key = value` lines (tile, mr, nr, mc, kc, nc, pack, pack_a,
+// order, conv), `loops BUFFER: step; ...` lines and '#' comments. Returns the error (with its line number) or empty.
 std::string parseScheduleText(const std::string& text, ScheduleOverrides& out);
 
 }  // namespace texc::loops

@@ -1,5 +1,7 @@
 #include "compiler/loops/SplitBorders.h"
 
+#include "compiler/loops/transforms/LoopTransforms.h"
+
 #include <algorithm>
 #include <optional>
 
@@ -75,41 +77,6 @@ void collectConds(const std::vector<Stmt>& body, std::vector<const GuardCond*>& 
   }
 }
 
-// ---- rewriting copies ---------------------------------------------------------------------------
-
-void substitute(IndexExpr& ix, int v, int to, int64_t offset) {
-  if (ix.kind == IndexExpr::Kind::Var && ix.var == v) {
-    IndexExpr shifted = IndexExpr::makeVar(to);
-    if (offset != 0) {
-      IndexExpr sum;
-      sum.kind = IndexExpr::Kind::Add;
-      sum.ops.push_back(std::move(shifted));
-      sum.ops.push_back(IndexExpr::makeConst(offset));
-      shifted = std::move(sum);
-    }
-    ix = std::move(shifted);
-    return;
-  }
-  for (IndexExpr& o : ix.ops) substitute(o, v, to, offset);
-}
-
-void substitute(Expr& e, int v, int to, int64_t offset) {
-  if (e.kind == ExprKind::VarValue && e.index.empty() && e.var == v) {
-    e.index.push_back(IndexExpr::makeVar(v));  // the value of v, as an index that can be shifted
-  }
-  for (IndexExpr& ix : e.index) substitute(ix, v, to, offset);
-  for (Expr& a : e.args) substitute(a, v, to, offset);
-}
-
-void substitute(std::vector<Stmt>& body, int v, int to, int64_t offset) {
-  for (Stmt& s : body) {
-    for (IndexExpr& ix : s.index) substitute(ix, v, to, offset);
-    for (GuardCond& c : s.conds) substitute(c.index, v, to, offset);
-    substitute(s.value, v, to, offset);
-    substitute(s.body, v, to, offset);
-  }
-}
-
 // Drops the conditions that hold for every v in [lo, hi]; a guard left with none is replaced
 // by its body.
 void dropProved(std::vector<Stmt>& body, int v, int64_t lo, int64_t hi, const std::vector<int64_t>& extents) {
@@ -133,22 +100,16 @@ void dropProved(std::vector<Stmt>& body, int v, int64_t lo, int64_t hi, const st
 
 struct Splitter {
   Kernel& kernel;
-  std::vector<int64_t> extents;  // of every loop variable (the largest, where bound twice)
   int splits = 0;
 
-  explicit Splitter(Kernel& k) : kernel(k), extents(k.varNames.size(), 0) { recordExtents(k.body); }
+  explicit Splitter(Kernel& k) : kernel(k) {}
 
-  void recordExtents(const std::vector<Stmt>& body) {
+  // The extent of every loop in `body` (the largest, where a variable is bound twice).
+  static void recordExtents(const std::vector<Stmt>& body, std::vector<int64_t>& out) {
     for (const Stmt& s : body) {
-      if (s.kind == StmtKind::Loop) extents[s.var] = std::max(extents[s.var], s.extent);
-      recordExtents(s.body);
+      if (s.kind == StmtKind::Loop) out[s.var] = std::max(out[s.var], s.extent);
+      recordExtents(s.body, out);
     }
-  }
-
-  int newVar(const std::string& name, int64_t extent) {
-    kernel.varNames.push_back(name);
-    extents.push_back(extent);
-    return static_cast<int>(kernel.varNames.size()) - 1;
   }
 
   // The three loops that replace `loop`, or nothing when it stays as it is.
@@ -156,10 +117,15 @@ struct Splitter {
     if (loop.parallel || containsTiles(loop.body)) return {};
     std::vector<const GuardCond*> conds;
     collectConds(loop.body, conds);
+    // Only conditions on the loop's own variable and those of loops inside it count: one that
+    // also reads an outer variable (the tail guard 4 * j.o + j.i < 10 of a split, seen from
+    // j.i) has a border that moves with it, and its worst case would leave a thin interior.
+    std::vector<int64_t> inner(kernel.varNames.size(), 0);
+    recordExtents(loop.body, inner);
     int64_t lo = 0, hi = loop.extent - 1;
     bool any = false;
     for (const GuardCond* c : conds) {
-      std::optional<std::pair<int64_t, int64_t>> r = provedRange(*c, loop.var, extents);
+      std::optional<std::pair<int64_t, int64_t>> r = provedRange(*c, loop.var, inner);
       if (!r || r->first > r->second) continue;
       lo = std::max(lo, r->first);
       hi = std::min(hi, r->second);
@@ -167,7 +133,7 @@ struct Splitter {
     }
     if (!any || lo > hi) return {};
     std::vector<Stmt> parts;
-    const std::string& name = kernel.varNames[loop.var];
+    const std::string name = kernel.varNames[loop.var];  // a copy: addVar grows varNames
     auto part = [&](int var, int64_t extent) {
       Stmt l = loop;
       l.var = var;
@@ -176,15 +142,15 @@ struct Splitter {
     };
     if (lo > 0) parts.push_back(part(loop.var, lo));
     Stmt interior = part(loop.var, hi - lo + 1);
-    dropProved(interior.body, loop.var, lo, hi, extents);
+    dropProved(interior.body, loop.var, lo, hi, inner);
     if (lo > 0) {
-      interior.var = newVar(name + ".in", hi - lo + 1);
-      substitute(interior.body, loop.var, interior.var, lo);
+      interior.var = nest::addVar(kernel, name + ".in");
+      nest::substitute(interior.body, loop.var, nest::affine(1, interior.var, lo));
     }
     parts.push_back(std::move(interior));
     if (hi < loop.extent - 1) {
-      Stmt upper = part(newVar(name + ".hi", loop.extent - 1 - hi), loop.extent - 1 - hi);
-      substitute(upper.body, loop.var, upper.var, hi + 1);
+      Stmt upper = part(nest::addVar(kernel, name + ".hi"), loop.extent - 1 - hi);
+      nest::substitute(upper.body, loop.var, nest::affine(1, upper.var, hi + 1));
       parts.push_back(std::move(upper));
     }
     ++splits;

@@ -7,9 +7,9 @@
 //         acc += I[.., x + s - 1] * ...    ->      acc += I[.., (x.in + 1) + s - 1] * ...
 //                                              for x.hi < 1         (x = x.hi + 55: the guard)
 //
-// A condition `0 <= index < extent` whose index is a * x + rest, rest affine in variables of
-// known range (every loop variable is: [0, its extent)), holds for every value of rest when x is
-// in an interval [lo, hi] that interval arithmetic gives. The loop over x becomes three: below
+// A condition `0 <= index < extent` whose index is a * x + rest, rest affine in the variables of
+// loops inside the loop over x (each ranging over [0, its extent)), holds for every value of
+// rest when x is in an interval [lo, hi] that interval arithmetic gives. The loop over x becomes three: below
 // lo and above hi the body is unchanged; in between, every condition proved there is dropped,
 // and a guard left without conditions is replaced by its body. Nested loops split in turn (the
 // rows of an image, then its columns in each of the three row loops), down to the first

@@ -41,6 +41,7 @@ struct PipelineOptions {
   bool tile = true;                   // --no-tile turns the tile pass off
   bool splitBorders = true;           // off only in tests that tile the lowered nests themselves
   loops::ScheduleOverrides schedule;  // --schedule FILE
+  std::string schedulePath;           // that file, for messages
   int threads = 0;  // threads the code will run on (run/compare --threads); 0: one per core
 };
 
@@ -70,6 +71,9 @@ struct CompileState {
   std::unique_ptr<llvm::LLVMContext> llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;  // after codegen-llvm
   std::optional<CudaModule> cuda;            // after codegen-cuda
+  // Set by a pass that cannot do what the user's options ask (a schedule naming a loop the
+  // kernel does not have): the pipeline stops there and the driver reports a usage error.
+  std::string usageError;
 };
 
 // Plan: the memory plan of the loop program's intermediates (it changes no IR, it places it).

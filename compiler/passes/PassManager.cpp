@@ -136,6 +136,7 @@ bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, 
     double ms = clock.milliseconds();
     if (timings) timings->push_back({pass->name, ms, changed});
     if (s.diags && s.diags->hasErrors()) return false;
+    if (!s.usageError.empty()) return false;
     previous = pass;
     if (inst.verifyEachPass) verify(s, *pass);
     if (inst.printAfterAll || inst.printAfter.count(pass->name)) {

@@ -118,6 +118,13 @@ ProgramSpec makeSpec(const fs::path& path, const std::map<std::string, std::stri
   }
   spec.label = spec.relPath;
   for (size_t i = 0; i < spec.defineArgs.size(); i += 2) spec.label += " -D " + spec.defineArgs[i + 1];
+  // `# e2e-schedule: FILE`: every variant runs with --schedule FILE (next to the program).
+  if (std::optional<std::string> schedule = findDirective(text, "e2e-schedule")) {
+    fs::path file = path.parent_path() / *schedule;
+    if (schedule->empty() || !fs::is_regular_file(file)) spec.directiveError = "e2e-schedule: no file '" + file.string() + "'";
+    spec.scheduleArgs = {"--schedule", file.string()};
+    spec.label += " --schedule " + *schedule;
+  }
   return spec;
 }
 
@@ -267,6 +274,7 @@ void prepareInto(const ProgramSpec& spec, PreparedProgram& prep, size_t ordinal)
     Job job;
     job.argv = {texcBinary(), "run", spec.path.string()};
     job.argv.insert(job.argv.end(), spec.defineArgs.begin(), spec.defineArgs.end());
+    job.argv.insert(job.argv.end(), spec.scheduleArgs.begin(), spec.scheduleArgs.end());
     job.argv.insert(job.argv.end(), vs[v].args.begin(), vs[v].args.end());
     job.argv.insert(job.argv.end(), inputArgs.begin(), inputArgs.end());
     job.argv.push_back("--output-dir");

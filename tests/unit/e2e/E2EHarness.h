@@ -26,6 +26,7 @@ struct ProgramSpec {
   std::string relPath;                  // relative to the source tree
   std::vector<std::string> defineArgs;  // {"-D", "M=7", ...}
   LetOverrides overrides;
+  std::vector<std::string> scheduleArgs;  // {"--schedule", PATH} from a `# e2e-schedule: FILE` line
   std::string directiveError;           // a malformed or missing directive
 };
 

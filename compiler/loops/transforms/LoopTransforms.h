@@ -1,0 +1,108 @@
+// Loop-IR transformations, one per file, each a free function over one kernel that either
+// rewrites it and returns "" or leaves it unchanged and returns why it cannot (a message for the
+// user, who named the loops). Loops are named by their variable as the printer shows it
+// (`i1`, `i1.o`); a name must denote exactly one loop of the kernel.
+//
+// Every transformation keeps the kernel valid for verifyLoopProgram and keeps the marks the
+// backends read consistent: at most one parallel loop, at the kernel's top level, whose extent
+// is Kernel::parallelExtent (the runtime splits that range across threads and calls the kernel
+// once per chunk); `vector` only on the innermost loop around a store. docs/scheduling.md ("Loop transformations")
+// has the rules and the schedule-file syntax that applies them (pass schedule-loops).
+//
+// None of them touches a kernel the tile pass rewrote (one holding pack or tile statements):
+// those statements name their loops' variables in ways the transformations do not rewrite.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/loops/LoopIR.h"
+
+namespace texc::loops {
+
+// SplitLoop.cpp. `for v < E` becomes
+//   for v.o < ceil(E / f) { for v.i < f { if v.o * f + v.i < E { body[v := v.o * f + v.i] } } }
+// without the guard when f divides E. v.o keeps v's parallel mark (and the kernel's parallel
+// extent becomes ceil(E / f)), v.i its vector mark. f >= 1.
+std::string splitLoop(Kernel& k, const std::string& var, int64_t factor);
+
+// ReorderLoops.cpp. `vars` name the loops of one perfect nest (each loop's body is exactly the
+// next loop, or a guard around it), in their new order, outermost first. A guard moves to just
+// inside the innermost loop whose variable it reads. Marks stay with positions: the new
+// outermost loop is parallel when the old one was, the new innermost vectorised when the old one
+// was. Legal when no iteration of the nest reads what another one writes:
+//   - every store inside the nest indexes with every variable of the nest (distinct iterations
+//     write distinct elements),
+//   - a buffer stored inside the nest is loaded there only at the stored index,
+//   - an accumulator updated inside the nest is either set inside the innermost body (each
+//     iteration has its own) or only updated, never read, inside the nest (a reduction over the
+//     nest, whose order the language lets an optimisation change).
+std::string reorderLoops(Kernel& k, const std::vector<std::string>& vars);
+
+// UnrollLoop.cpp. factor > 1: `for v < E` becomes `for v < E / f` whose body is the old body
+// f times, with v := v * f + u for u = 0..f-1, followed by the E % f remaining iterations as
+// straight-line copies (v := constant). factor 0: full unroll, only for E <= kMaxFullUnroll: the
+// loop is replaced by E copies. A parallel loop unrolls only by a factor that divides E (the
+// tail would run in every thread's chunk); fully unrolled, the kernel runs on one thread.
+constexpr int64_t kMaxFullUnroll = 64;
+constexpr int64_t kMaxUnrollFactor = 64;
+std::string unrollLoop(Kernel& k, const std::string& var, int64_t factor);
+
+// ParallelizeLoop.cpp. Makes `var` the kernel's parallel loop (clearing the mark elsewhere):
+// it must be at the kernel's top level, the kernel must store nothing outside it, it must carry
+// no accumulator across its iterations, and every store inside it must index with it. An empty `var` makes the kernel run on one thread.
+std::string parallelizeLoop(Kernel& k, const std::string& var);
+
+// VectorizeLoop.cpp. Sets (on) or clears `var`'s vector mark; set only on the innermost loop
+// around the stores it holds (loops inside it may only carry reductions, as lowering makes them).
+std::string vectorizeLoop(Kernel& k, const std::string& var, bool on);
+
+// Shared by the transformations (LoopNest.cpp).
+namespace nest {
+
+// The loop statement over the variable printed as `name`, or an error: no such loop, or several.
+struct Found {
+  Stmt* loop = nullptr;
+  std::vector<Stmt>* parent = nullptr;  // the statement list holding it
+  size_t position = 0;                  // its index in *parent
+  bool topLevel = false;                // parent is the kernel's body
+  std::string error;
+};
+Found findLoop(Kernel& k, const std::string& name);
+
+// "" when the kernel may be transformed; otherwise why not (it holds pack or tile statements).
+std::string checkTransformable(const Kernel& k);
+
+// Replaces every use of variable `var` in `stmts` (indices, guard conditions, values) by `by`.
+void substitute(std::vector<Stmt>& stmts, int var, const IndexExpr& by);
+
+// c * v + u as an index expression (a bare v when c == 1 and u == 0).
+IndexExpr affine(int64_t c, int v, int64_t u);
+
+// Whether `stmts` use variable `var` anywhere.
+bool usesVar(const std::vector<Stmt>& stmts, int var);
+bool usesVar(const IndexExpr& e, int var);
+
+// Statements in `stmts`, counted recursively (to bound what unrolling may copy).
+int64_t countStmts(const std::vector<Stmt>& stmts);
+
+// Structural equality of index expressions.
+bool sameIndex(const IndexExpr& a, const IndexExpr& b);
+
+// Why `loop` (a top-level loop of `k`) cannot be the parallel loop, or "": a store outside it
+// (every thread's call would run it), an accumulator carried across its iterations (updated
+// inside, set outside), or a store inside it whose index does not use its variable (two threads
+// would write the same element).
+std::string parallelProblem(const Kernel& k, const Stmt& loop);
+
+// Adds a variable named `name` (made unique with a numeric suffix if taken); returns its id.
+int addVar(Kernel& k, const std::string& name);
+
+// The kernel's parallel extent from its marks: the extent of its top-level parallel loop, 0
+// when it has none.
+void refreshParallelExtent(Kernel& k);
+
+}  // namespace nest
+
+}  // namespace texc::loops

@@ -1,0 +1,40 @@
+// vectorize: sets or clears a loop's vector mark, which says the loop is an innermost one whose
+// iterations the vectorizer should widen (LoopTransforms.h).
+#include <fmt/format.h>
+
+#include "compiler/loops/transforms/LoopTransforms.h"
+
+namespace texc::loops {
+
+namespace {
+
+bool holdsStore(const std::vector<Stmt>& stmts) {
+  for (const Stmt& s : stmts)
+    if (s.kind == StmtKind::Store || holdsStore(s.body)) return true;
+  return false;
+}
+
+// Whether a loop inside `stmts` stores: then the loop holding them is not the innermost loop
+// over the elements it writes. (Loops that only carry a reduction may sit inside a vector loop,
+// as lowering makes them: the row sum's loop inside the loop over rows.)
+bool holdsStoringLoop(const std::vector<Stmt>& stmts) {
+  for (const Stmt& s : stmts)
+    if ((s.kind == StmtKind::Loop && holdsStore(s.body)) || (s.kind == StmtKind::Guard && holdsStoringLoop(s.body))) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string vectorizeLoop(Kernel& k, const std::string& var, bool on) {
+  if (std::string why = nest::checkTransformable(k); !why.empty()) return why;
+  nest::Found f = nest::findLoop(k, var);
+  if (!f.error.empty()) return f.error;
+  if (on && holdsStoringLoop(f.loop->body))
+    return fmt::format("only the innermost loop around its stores can be vectorised, and {} holds a loop "
+                       "that stores",
+                       var);
+  f.loop->vectorize = on;
+  return "";
+}
+
+}  // namespace texc::loops

@@ -1,0 +1,558 @@
+// The loop transformations (compiler/loops/transforms/) and the schedule-loops pass that applies
+// a schedule file's `loops` lines:
+//
+//   - each transformation on a lowered kernel, printed before and after and compared with the
+//     expected text, then run by the loop-IR interpreter against the untransformed kernel (bit
+//     for bit, except a reordered reduction, whose sum order changes);
+//   - tails: extents the factors do not divide (13 = 3 x 4 + 1, 10 = 2 x 4 + 2);
+//   - every refusal (unknown or ambiguous loop, illegal reorder, parallel or vector mark in the
+//     wrong place, a tiled kernel) leaves the kernel unchanged and says why;
+//   - the schedule file's `loops` syntax and its errors, and the pass's usage errors.
+#include <catch2/catch.hpp>
+
+#include "LoopInterpreter.h"
+#include "PassTestSupport.h"
+#include "compiler/loops/transforms/LoopTransforms.h"
+#include "compiler/passes/Pipeline.h"
+
+namespace texc::passtest {
+namespace {
+
+using Lowered = LoweredLoops;
+
+// The loop program of `text` as the pipeline leaves it before codegen (tiled with `tile`).
+Lowered lower(const std::string& text, bool tile = false) {
+  std::unique_ptr<Session> s = startSession(inlineProgram("transforms", text));
+  s->state().options.tile = tile;
+  bool ok = s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{});
+  INFO(s->failure());
+  REQUIRE(ok);
+  return {*s->state().graph, *s->state().loops};
+}
+
+std::vector<std::vector<double>> run(const Lowered& l, const loops::LoopProgram& lp) { return interpretOnRandomInputs(l, lp, 7); }
+
+// The printed kernel `index` of `p` (from its `kernel` line to the next kernel).
+std::string kernelText(const loops::LoopProgram& p, size_t index) {
+  std::string all = loops::printLoopProgram(p);
+  size_t at = all.find("\nkernel " + p.kernels[index].name + " ");
+  REQUIRE(at != std::string::npos);
+  size_t end = all.find("\nkernel ", at + 1);
+  return all.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+}
+
+// The program verifies and computes what `before` computes: exactly, or within `relTol` of it.
+void checkSameResults(const Lowered& before, const loops::LoopProgram& after, double relTol = 0) {
+  std::vector<std::string> problems = loops::verifyLoopProgram(after);
+  INFO(loops::printLoopProgram(after));
+  for (const std::string& p : problems) FAIL_CHECK(p);
+  REQUIRE(problems.empty());
+  std::vector<std::vector<double>> want = run(before, before.loops);
+  std::vector<std::vector<double>> got = run(before, after);
+  for (int id : before.graph.outputs) {
+    if (relTol == 0) {
+      CHECK(got[id] == want[id]);
+      continue;
+    }
+    REQUIRE(got[id].size() == want[id].size());
+    for (size_t i = 0; i < got[id].size(); ++i) CHECK(got[id][i] == Approx(want[id][i]).epsilon(relTol));
+  }
+}
+
+const char* const kElementwise =
+    "input X : f32[13, 10]\ninput b : f32[10]\noutput Y[i, j] = X[i, j] * 2 + b[j]\noutput s[i] = sum(j: X[i, j])\n";
+
+}  // namespace
+
+TEST_CASE("loop transforms: the kernels they start from", "[passes][transforms]") {
+  Lowered l = lower(kElementwise);
+  CHECK(kernelText(l.loops, 0) ==
+        "kernel k0_Y (f32, parallel over 13)\n"
+        "  for i < 13 parallel\n"
+        "    for j < 10 vector\n"
+        "      Y[i, j] = ((X[i, j] * 2) + b[j])\n");
+  CHECK(kernelText(l.loops, 1) ==
+        "kernel k1_s (f32, parallel over 13)\n"
+        "  for i < 13 parallel vector\n"
+        "    acc0 = 0  # sum\n"
+        "    for j < 10\n"
+        "      acc0 += X[i, j]\n"
+        "    s[i] = acc0\n");
+}
+
+TEST_CASE("loop transforms: split, with and without a tail", "[passes][transforms]") {
+  Lowered l = lower(kElementwise);
+  SECTION("the inner loop by 4: 10 = 2 x 4 + 2, guarded; the inner loop keeps the vector mark") {
+    loops::LoopProgram p = l.loops;
+    REQUIRE(loops::splitLoop(p.kernels[0], "j", 4) == "");
+    CHECK(kernelText(p, 0) ==
+          "kernel k0_Y (f32, parallel over 13)\n"
+          "  for i < 13 parallel\n"
+          "    for j.o < 3\n"
+          "      for j.i < 4 vector\n"
+          "        if 0 <= (4 * j.o + j.i) < 10  # otherwise the term is skipped\n"
+          "          Y[i, (4 * j.o + j.i)] = ((X[i, (4 * j.o + j.i)] * 2) + b[(4 * j.o + j.i)])\n");
+    checkSameResults(l, p);
+  }
+  SECTION("the parallel loop by 4: 13 = 3 x 4 + 1; the outer loop stays parallel, over 4 blocks") {
+    loops::LoopProgram p = l.loops;
+    REQUIRE(loops::splitLoop(p.kernels[1], "i", 4) == "");
+    CHECK(kernelText(p, 1) ==
+          "kernel k1_s (f32, parallel over 4)\n"
+          "  for i.o < 4 parallel\n"
+          "    for i.i < 4 vector\n"
+          "      if 0 <= (4 * i.o + i.i) < 13  # otherwise the term is skipped\n"
+          "        acc0 = 0  # sum\n"
+          "        for j < 10\n"
+          "          acc0 += X[(4 * i.o + i.i), j]\n"
+          "        s[(4 * i.o + i.i)] = acc0\n");
+    CHECK(p.kernels[1].parallelExtent == 4);
+    checkSameResults(l, p);
+  }
+  SECTION("a factor that divides the extent needs no guard") {
+    loops::LoopProgram p = l.loops;
+    REQUIRE(loops::splitLoop(p.kernels[0], "j", 5) == "");
+    CHECK(kernelText(p, 0) ==
+          "kernel k0_Y (f32, parallel over 13)\n"
+          "  for i < 13 parallel\n"
+          "    for j.o < 2\n"
+          "      for j.i < 5 vector\n"
+          "        Y[i, (5 * j.o + j.i)] = ((X[i, (5 * j.o + j.i)] * 2) + b[(5 * j.o + j.i)])\n");
+    checkSameResults(l, p);
+  }
+  SECTION("a variable used as a value is replaced too") {
+    Lowered v = lower("input X : f32[6, 7]\noutput Y[i, j] = X[i, j] + j\n");
+    loops::LoopProgram p = v.loops;
+    REQUIRE(loops::splitLoop(p.kernels[0], "j", 3) == "");
+    CHECK(kernelText(p, 0).find("float((3 * j.o + j.i))") != std::string::npos);
+    checkSameResults(v, p);
+  }
+  SECTION("refusals leave the kernel as it was") {
+    loops::LoopProgram p = l.loops;
+    CHECK(loops::splitLoop(p.kernels[0], "j", 0) == "the factor must be >= 1, got 0");
+    CHECK(loops::splitLoop(p.kernels[0], "j", 11) == "the factor 11 is larger than the loop's extent 10");
+    CHECK(loops::splitLoop(p.kernels[0], "k", 2) == "kernel k0_Y has no loop over 'k' (its loops: i, j)");
+    CHECK(loops::printLoopProgram(p) == loops::printLoopProgram(l.loops));
+  }
+}
+
+TEST_CASE("loop transforms: reorder", "[passes][transforms]") {
+  Lowered l = lower(kElementwise);
+  SECTION("swapping the two loops: the parallel mark stays outermost, the vector mark innermost") {
+    loops::LoopProgram p = l.loops;
+    REQUIRE(loops::reorderLoops(p.kernels[0], {"j", "i"}) == "");
+    CHECK(kernelText(p, 0) ==
+          "kernel k0_Y (f32, parallel over 10)\n"
+          "  for j < 10 parallel\n"
+          "    for i < 13 vector\n"
+          "      Y[i, j] = ((X[i, j] * 2) + b[j])\n");
+    checkSameResults(l, p);
+  }
+  SECTION("split then reorder: a guard moves inside the innermost loop it reads") {
+    loops::LoopProgram p = l.loops;
+    REQUIRE(loops::splitLoop(p.kernels[0], "i", 4) == "");
+    REQUIRE(loops::reorderLoops(p.kernels[0], {"i.o", "j", "i.i"}) == "");
+    CHECK(kernelText(p, 0) ==
+          "kernel k0_Y (f32, parallel over 4)\n"
+          "  for i.o < 4 parallel\n"
+          "    for j < 10\n"
+          "      for i.i < 4 vector\n"
+          "        if 0 <= (4 * i.o + i.i) < 13  # otherwise the term is skipped\n"
+          "          Y[(4 * i.o + i.i), j] = ((X[(4 * i.o + i.i), j] * 2) + b[j])\n");
+    checkSameResults(l, p);
+  }
+  SECTION("two splits into blocks: each guard goes just inside the innermost loop it reads") {
+    loops::LoopProgram p = l.loops;
+    REQUIRE(loops::splitLoop(p.kernels[0], "i", 4) == "");
+    REQUIRE(loops::splitLoop(p.kernels[0], "j", 4) == "");
+    REQUIRE(loops::reorderLoops(p.kernels[0], {"i.o", "j.o", "j.i", "i.i"}) == "");
+    CHECK(kernelText(p, 0) ==
+          "kernel k0_Y (f32, parallel over 4)\n"
+          "  for i.o < 4 parallel\n"
+          "    for j.o < 3\n"
+          "      for j.i < 4\n"
+          "        if 0 <= (4 * j.o + j.i) < 10  # otherwise the term is skipped\n"
+          "          for i.i < 4 vector\n"
+          "            if 0 <= (4 * i.o + i.i) < 13  # otherwise the term is skipped\n"
+          "              Y[(4 * i.o + i.i), (4 * j.o + j.i)] = ((X[(4 * i.o + i.i), (4 * j.o + j.i)] * 2) + b[(4 * j.o + j.i)])\n");
+    checkSameResults(l, p);
+  }
+  SECTION("a reduction over the whole nest may be reordered: the accumulator is only updated inside") {
+    Lowered r = lower("input X : f32[7, 5]\noutput t = sum(i, j: X[i, j])\n");
+    loops::LoopProgram p = r.loops;
+    REQUIRE(loops::reorderLoops(p.kernels[0], {"j", "i"}) == "");
+    CHECK(kernelText(p, 0) ==
+          "kernel k0_t (f32)\n"
+          "  acc0 = 0  # sum\n"
+          "  for j < 5\n"
+          "    for i < 7\n"
+          "      acc0 += X[i, j]\n"
+          "  t = acc0\n");
+    checkSameResults(r, p, 1e-12);  // the same terms, summed in another order
+  }
+  SECTION("not a perfect nest: the row loop also holds the accumulator and the store") {
+    loops::LoopProgram p = l.loops;
+    CHECK(loops::reorderLoops(p.kernels[1], {"j", "i"}) ==
+          "the loops are not a perfect nest: the body of loop i holds 3 statements");
+    CHECK(loops::reorderLoops(p.kernels[0], {"i", "i"}) == "i is named twice");
+    CHECK(loops::printLoopProgram(p) == loops::printLoopProgram(l.loops));
+  }
+}
+
+// Kernels lowering never makes, built by hand, for the reorder rule's refusals.
+TEST_CASE("loop transforms: reorder refuses nests whose iterations depend on each other", "[passes][transforms]") {
+  Lowered l = lower("input X : f32[4, 4]\noutput Y[i, j] = X[i, j]\n");
+  loops::LoopProgram base = l.loops;
+  loops::Kernel& k = base.kernels[0];
+  loops::Stmt& store = k.body[0].body[0].body[0];
+  REQUIRE(store.kind == loops::StmtKind::Store);
+  const int Y = store.buffer;
+
+  SECTION("a store that does not use a loop's variable") {
+    loops::Kernel bad = k;
+    bad.body[0].body[0].body[0].index[1] = IndexExpr::makeConst(0);
+    CHECK(loops::reorderLoops(bad, {"j", "i"}) ==
+          "a store inside the nest does not index with j: several iterations write one element, and their order "
+          "decides which value stays");
+  }
+  SECTION("a load of the stored buffer at another index (a transpose in place)") {
+    loops::Kernel bad = k;
+    loops::Expr load;
+    load.kind = loops::ExprKind::Load;
+    load.buffer = Y;
+    load.index = {IndexExpr::makeVar(bad.body[0].body[0].var), IndexExpr::makeVar(bad.body[0].var)};
+    bad.body[0].body[0].body[0].value = load;
+    CHECK(loops::reorderLoops(bad, {"j", "i"}) ==
+          "the nest reads the buffer it writes at another index: an iteration may read what another one wrote");
+  }
+  SECTION("an accumulator carried across the iterations and read inside them (a running sum)") {
+    loops::Kernel bad = k;
+    bad.numAccs = 1;
+    loops::Stmt init;
+    init.kind = loops::StmtKind::AccInit;
+    init.acc = 0;
+    loops::Stmt update;
+    update.kind = loops::StmtKind::AccUpdate;
+    update.acc = 0;
+    update.value = bad.body[0].body[0].body[0].value;
+    loops::Expr read;
+    read.kind = loops::ExprKind::AccRead;
+    read.acc = 0;
+    bad.body[0].body[0].body[0].value = read;
+    bad.body[0].body[0].body.insert(bad.body[0].body[0].body.begin(), update);
+    bad.body[0].parallel = false;
+    bad.parallelExtent = 0;
+    bad.body.insert(bad.body.begin(), init);
+    CHECK(loops::verifyLoopProgram(loops::LoopProgram{base.buffers, {bad}}).empty());
+    CHECK(loops::reorderLoops(bad, {"j", "i"}) ==
+          "accumulator acc0 is carried across the nest's iterations and read inside it");
+  }
+}
+
+TEST_CASE("loop transforms: unroll", "[passes][transforms]") {
+  Lowered l = lower(kElementwise);
+  SECTION("by 4 with a tail: 10 = 2 x 4 + 2 iterations, the last two as copies after the loop") {
+    loops::LoopProgram p = l.loops;
+    REQUIRE(loops::unrollLoop(p.kernels[0], "j", 4) == "");
+    CHECK(kernelText(p, 0) ==
+          "kernel k0_Y (f32, parallel over 13)\n"
+          "  for i < 13 parallel\n"
+          "    for j < 2 vector\n"
+          "      Y[i, 4 * j] = ((X[i, 4 * j] * 2) + b[4 * j])\n"
+          "      Y[i, (4 * j + 1)] = ((X[i, (4 * j + 1)] * 2) + b[(4 * j + 1)])\n"
+          "      Y[i, (4 * j + 2)] = ((X[i, (4 * j + 2)] * 2) + b[(4 * j + 2)])\n"
+          "      Y[i, (4 * j + 3)] = ((X[i, (4 * j + 3)] * 2) + b[(4 * j + 3)])\n"
+          "    Y[i, 8] = ((X[i, 8] * 2) + b[8])\n"
+          "    Y[i, 9] = ((X[i, 9] * 2) + b[9])\n");
+    checkSameResults(l, p);
+  }
+  SECTION("a reduction loop by 3 (10 = 3 x 3 + 1): the terms are added in the same order") {
+    loops::LoopProgram p = l.loops;
+    REQUIRE(loops::unrollLoop(p.kernels[1], "j", 3) == "");
+    CHECK(kernelText(p, 1) ==
+          "kernel k1_s (f32, parallel over 13)\n"
+          "  for i < 13 parallel vector\n"
+          "    acc0 = 0  # sum\n"
+          "    for j < 3\n"
+          "      acc0 += X[i, 3 * j]\n"
+          "      acc0 += X[i, (3 * j + 1)]\n"
+          "      acc0 += X[i, (3 * j + 2)]\n"
+          "    acc0 += X[i, 9]\n"
+          "    s[i] = acc0\n");
+    checkSameResults(l, p);
+  }
+  SECTION("fully, a short loop") {
+    Lowered s = lower("input X : f32[5, 3]\noutput Y[i, j] = X[i, j] + 1\n");
+    loops::LoopProgram p = s.loops;
+    REQUIRE(loops::unrollLoop(p.kernels[0], "j", 0) == "");
+    CHECK(kernelText(p, 0) ==
+          "kernel k0_Y (f32, parallel over 5)\n"
+          "  for i < 5 parallel\n"
+          "    Y[i, 0] = (X[i, 0] + 1)\n"
+          "    Y[i, 1] = (X[i, 1] + 1)\n"
+          "    Y[i, 2] = (X[i, 2] + 1)\n");
+    checkSameResults(s, p);
+    SECTION("the parallel loop, fully: the kernel then runs on one thread") {
+      REQUIRE(loops::unrollLoop(p.kernels[0], "i", 0) == "");
+      CHECK(p.kernels[0].parallelExtent == 0);
+      CHECK(kernelText(p, 0).rfind("kernel k0_Y (f32)\n  Y[0, 0] = (X[0, 0] + 1)\n", 0) == 0);
+      checkSameResults(s, p);
+    }
+  }
+  SECTION("the parallel loop by a factor that divides its extent; the parallel extent follows") {
+    Lowered s = lower("input X : f32[12, 3]\noutput Y[i, j] = X[i, j] + 1\n");
+    loops::LoopProgram p = s.loops;
+    REQUIRE(loops::unrollLoop(p.kernels[0], "i", 3) == "");
+    CHECK(p.kernels[0].parallelExtent == 4);
+    checkSameResults(s, p);
+  }
+  SECTION("refusals") {
+    loops::LoopProgram p = l.loops;
+    CHECK(loops::unrollLoop(p.kernels[0], "i", 4) ==
+          "i is the parallel loop and 4 does not divide its extent 13 (the tail would run in every thread's chunk); "
+          "split it and unroll the inner loop");
+    CHECK(loops::unrollLoop(p.kernels[0], "j", 1) == "the factor must be in 2..64, got 1");
+    CHECK(loops::unrollLoop(p.kernels[0], "j", 12) ==
+          "the factor 12 is larger than the loop's extent 10; unroll it fully instead");
+    Lowered big = lower("input X : f32[100]\noutput Y = X + 1\n");
+    loops::LoopProgram q = big.loops;
+    CHECK(loops::unrollLoop(q.kernels[0], "i0", 0) ==
+          "a full unroll needs an extent of at most 64, and the loop has 100; give a factor");
+    CHECK(loops::printLoopProgram(p) == loops::printLoopProgram(l.loops));
+  }
+  SECTION("copies make a name ambiguous: transform inner loops before unrolling outer ones") {
+    loops::LoopProgram p = l.loops;
+    REQUIRE(loops::splitLoop(p.kernels[1], "i", 2) == "");
+    REQUIRE(loops::unrollLoop(p.kernels[1], "i.i", 2) == "");
+    CHECK(loops::splitLoop(p.kernels[1], "j", 2) ==
+          "kernel k1_s has 2 loops over 'j' (copies made by unroll, or one per reduction); transform it before unrolling");
+    checkSameResults(l, p);
+  }
+}
+
+TEST_CASE("loop transforms: parallel and vectorize marks", "[passes][transforms]") {
+  Lowered l = lower(kElementwise);
+  SECTION("only a top-level loop can be parallel") {
+    loops::LoopProgram p = l.loops;
+    CHECK(loops::parallelizeLoop(p.kernels[0], "j") ==
+          "only a loop at the kernel's top level can be parallel (the runtime calls the kernel once per chunk "
+          "of that loop); reorder it outermost first");
+    REQUIRE(loops::parallelizeLoop(p.kernels[0], "") == "");
+    CHECK(p.kernels[0].parallelExtent == 0);
+    CHECK(kernelText(p, 0).rfind("kernel k0_Y (f32)\n  for i < 13\n", 0) == 0);
+    REQUIRE(loops::parallelizeLoop(p.kernels[0], "i") == "");
+    CHECK(p.kernels[0].parallelExtent == 13);
+    checkSameResults(l, p);
+  }
+  SECTION("a loop carrying a reduction cannot be parallel") {
+    Lowered r = lower("input X : f32[7, 5]\noutput t = sum(i, j: X[i, j])\n");
+    loops::LoopProgram p = r.loops;
+    CHECK(loops::parallelizeLoop(p.kernels[0], "i") ==
+          "its iterations carry accumulator acc0 (a reduction over i), which threads cannot share");
+  }
+  SECTION("nothing outside the parallel loop may store: every thread would run it") {
+    loops::LoopProgram p = l.loops;
+    REQUIRE(loops::parallelizeLoop(p.kernels[0], "") == "");
+    REQUIRE(loops::unrollLoop(p.kernels[0], "i", 4) == "");  // 13 = 3 x 4 + 1: a tail copy at the top level
+    CHECK(loops::parallelizeLoop(p.kernels[0], "i") ==
+          "the kernel stores outside that loop too (every thread would run those stores)");
+    checkSameResults(l, p);
+  }
+  SECTION("vector marks: only the innermost loop around the stores") {
+    loops::LoopProgram p = l.loops;
+    CHECK(loops::vectorizeLoop(p.kernels[0], "i", true) ==
+          "only the innermost loop around its stores can be vectorised, and i holds a loop that stores");
+    REQUIRE(loops::vectorizeLoop(p.kernels[0], "j", false) == "");
+    CHECK(kernelText(p, 0).find("for j < 10\n") != std::string::npos);
+    REQUIRE(loops::vectorizeLoop(p.kernels[0], "j", true) == "");
+    CHECK(kernelText(p, 0) == kernelText(l.loops, 0));
+    // The row loop of a row sum holds only the reduction's loop: it may stay vectorised.
+    REQUIRE(loops::vectorizeLoop(p.kernels[1], "i", true) == "");
+  }
+}
+
+TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent agree", "[passes][transforms]") {
+  Lowered l = lower(kElementwise);
+  CHECK(loops::verifyLoopProgram(l.loops).empty());
+  loops::LoopProgram p = l.loops;
+  p.kernels[0].parallelExtent = 7;
+  p.kernels[0].body[0].body[0].parallel = true;
+  CHECK(loops::verifyLoopProgram(p) ==
+        std::vector<std::string>{"kernel k0_Y: parallel loop j below the kernel's top level",
+                                 "kernel k0_Y: parallel over 7, but its parallel loop has extent 13"});
+}
+
+TEST_CASE("loop transforms: a kernel the tile pass rewrote is refused", "[passes][transforms]") {
+  Lowered l = lower("input A : f32[16, 16]\ninput B : f32[16, 16]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n", true);
+  loops::LoopProgram p = l.loops;
+  REQUIRE(loops::printLoopProgram(p).find("tile ") != std::string::npos);
+  const std::string refusal =
+      "kernel k0_C was tiled by the tile pass (pack and tile statements); its loops can be transformed only untiled: add "
+      "'tile = off' to the schedule or pass --no-tile";
+  CHECK(loops::splitLoop(p.kernels[0], "j_c", 2) == refusal);
+  CHECK(loops::reorderLoops(p.kernels[0], {"j_c", "k_c"}) == refusal);
+  CHECK(loops::unrollLoop(p.kernels[0], "j_c", 0) == refusal);
+  CHECK(loops::parallelizeLoop(p.kernels[0], "") == refusal);
+  CHECK(loops::vectorizeLoop(p.kernels[0], "j_c", false) == refusal);
+}
+
+TEST_CASE("loop transforms: the lecture's steps on an untiled matmul, each computing the same C", "[passes][transforms]") {
+  Lowered l = lower("input A : f32[13, 7]\ninput B : f32[7, 10]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n");
+  loops::LoopProgram p = l.loops;
+  loops::Kernel& k = p.kernels[0];
+  REQUIRE(loops::splitLoop(k, "j", 4) == "");
+  REQUIRE(loops::reorderLoops(k, {"j.o", "i", "j.i"}) == "");
+  REQUIRE(loops::unrollLoop(k, "k", 0) == "");
+  REQUIRE(loops::splitLoop(k, "i", 3) == "");
+  REQUIRE(loops::unrollLoop(k, "i.i", 3) == "");
+  CHECK(k.parallelExtent == 3);
+  checkSameResults(l, p);
+}
+
+TEST_CASE("schedule files: loops lines", "[passes][transforms][schedule]") {
+  loops::ScheduleOverrides o;
+  REQUIRE(loops::parseScheduleText("tile = off\n# the elementwise kernel\nloops Y: split j 4; reorder j.o i j.i;\n"
+                                   "loops s: unroll j 2; unroll i; parallel off; vectorize i off; vectorize i\n",
+                                   o) == "");
+  CHECK(o.tile == false);
+  REQUIRE(o.loops.size() == 2);
+  CHECK(o.loops[0].line == 3);
+  CHECK(o.loops[0].buffer == "Y");
+  REQUIRE(o.loops[0].steps.size() == 2);
+  CHECK(o.loops[0].steps[0].kind == loops::LoopStepKind::Split);
+  CHECK(o.loops[0].steps[0].vars == std::vector<std::string>{"j"});
+  CHECK(o.loops[0].steps[0].factor == 4);
+  CHECK(o.loops[0].steps[1].vars == std::vector<std::string>{"j.o", "i", "j.i"});
+  const auto& s = o.loops[1].steps;
+  REQUIRE(s.size() == 5);
+  CHECK((s[0].kind == loops::LoopStepKind::Unroll && s[0].factor == 2));
+  CHECK((s[1].kind == loops::LoopStepKind::Unroll && s[1].factor == 0));
+  CHECK((s[2].kind == loops::LoopStepKind::Parallel && s[2].vars.empty()));
+  CHECK((s[3].kind == loops::LoopStepKind::Vectorize && !s[3].on));
+  CHECK((s[4].kind == loops::LoopStepKind::Vectorize && s[4].on && s[4].text == "vectorize i"));
+
+  auto error = [](const std::string& text) {
+    loops::ScheduleOverrides x;
+    return loops::parseScheduleText(text, x);
+  };
+  CHECK(error("loops Y split j 4\n") == "line 1: expected 'loops BUFFER: step; step; ...'");
+  CHECK(error("\nloops : split j 4\n") == "line 2: expected 'loops BUFFER: step; step; ...'");
+  CHECK(error("loops Y: split j\n") == "line 1: loops Y: 'split j': expected 'split VAR FACTOR' with a factor >= 1");
+  CHECK(error("loops Y: split j 0\n") == "line 1: loops Y: 'split j 0': expected 'split VAR FACTOR' with a factor >= 1");
+  CHECK(error("loops Y: reorder j\n") ==
+        "line 1: loops Y: 'reorder j': expected 'reorder VAR VAR ...' (two loops or more, outermost first)");
+  CHECK(error("loops Y: unroll j 1\n") ==
+        "line 1: loops Y: 'unroll j 1': expected 'unroll VAR FACTOR' with a factor >= 2, or 'unroll VAR' (fully)");
+  CHECK(error("loops Y: parallel\n") == "line 1: loops Y: 'parallel': expected 'parallel VAR' or 'parallel off'");
+  CHECK(error("loops Y: vectorize j on\n") ==
+        "line 1: loops Y: 'vectorize j on': expected 'vectorize VAR' or 'vectorize VAR off'");
+  CHECK(error("loops Y: tile j 4\n") ==
+        "line 1: loops Y: unknown loop transformation 'tile' (expected split, reorder, unroll, parallel or vectorize)");
+  CHECK(error("loops Y: split j 4;; unroll j.i\n") == "line 1: loops Y: empty step (two ';' in a row?)");
+}
+
+TEST_CASE("schedule-loops: the pass applies the lines and stops on a step it cannot apply", "[passes][transforms][schedule]") {
+  auto compile = [](const std::string& schedule, Target target = Target::Cpu) {
+    std::unique_ptr<Session> s = startSession(inlineProgram("transforms", kElementwise));
+    s->state().options.target = target;
+    REQUIRE(loops::parseScheduleText(schedule, s->state().options.schedule) == "");
+    s->runThroughPassManager(buildPipeline(Stage::Plan, target), Instrumentation{});
+    return s;
+  };
+  {
+    std::unique_ptr<Session> s = compile("loops Y: split j 4; reorder j.o i j.i\nloops s: unroll j 5\n");
+    REQUIRE(s->state().usageError == "");
+    REQUIRE(s->state().memoryPlan.has_value());
+    std::string text = loops::printLoopProgram(*s->state().loops);
+    CHECK(text.find("  for j.o < 3 parallel\n    for i < 13\n      for j.i < 4 vector\n") != std::string::npos);
+    CHECK(text.find("    for j < 2\n      acc0 += X[i, 5 * j]\n") != std::string::npos);
+  }
+  CHECK(compile("loops Z: split j 4\n")->state().usageError == "line 1: loops Z: no kernel writes 'Z' (kernels write: Y, s)");
+  std::unique_ptr<Session> bad = compile("\nloops Y: split j 4; reorder i.o j\n");
+  CHECK(bad->state().usageError == "line 2: loops Y: reorder i.o j: kernel k0_Y has no loop over 'i.o' (its loops: i, j.o, j.i)");
+  CHECK_FALSE(bad->state().memoryPlan.has_value());  // the pipeline stopped there
+  CHECK(compile("loops Y: split j 4\n", Target::Cuda)->state().usageError ==
+        "line 1: loop transformations apply to the cpu target only");
+}
+
+}  // namespace texc::passtest
+
+namespace texc::passtest {
+namespace {
+
+// Every loop variable printed in `stmts`, in order (with repeats after unrolling).
+void loopNames(const loops::Kernel& k, const std::vector<loops::Stmt>& stmts, std::vector<std::string>& out) {
+  for (const loops::Stmt& s : stmts) {
+    if (s.kind == loops::StmtKind::Loop) out.push_back(k.varNames[s.var]);
+    loopNames(k, s.body, out);
+  }
+}
+
+}  // namespace
+
+// Random sequences of steps on kernels of several kinds (padding guards, softmax's fused row
+// passes, a matmul, a whole-tensor reduction): a step either applies and the program verifies,
+// or is refused and the kernel is exactly as it was; at the end the program computes what it
+// computed before (reordered reductions to rounding).
+TEST_CASE("loop transforms: random sequences of steps keep the program valid and its results", "[passes][transforms]") {
+  const char* const programs[] = {
+      kElementwise,
+      "input A : f32[9, 6]\ninput B : f32[6, 11]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n",
+      "input x : f32[16]\ninput w : f32[5]\noutput same[i < 16] = sum(k: x[i + k - 2] * w[k])\n",
+      "input x : f32[7, 12]\nm[i] = max(j: x[i, j])\ne[i, j] = exp(x[i, j] - m[i])\n"
+      "output sm[i, j] = e[i, j] / sum(k: e[i, k])\n",
+      "input X : f32[5, 6, 7]\noutput t = sum(a, b, c: X[a, b, c] * X[a, b, c])\n",
+  };
+  uint64_t state = 12345;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  int applied = 0, refused = 0;
+  for (const char* text : programs) {
+    Lowered l = lower(text);
+    for (int trial = 0; trial < 20; ++trial) {
+      loops::LoopProgram p = l.loops;
+      std::string steps;
+      for (int n = 0; n < 6; ++n) {
+        loops::Kernel& k = p.kernels[next(p.kernels.size())];
+        std::vector<std::string> names;
+        loopNames(k, k.body, names);
+        if (names.empty()) continue;
+        const std::string v = names[next(names.size())];
+        const std::string before = loops::printLoopProgram(p);
+        std::string err;
+        switch (next(6)) {
+          case 0: err = loops::splitLoop(k, v, 1 + static_cast<int64_t>(next(6))); steps += "split " + v + "; "; break;
+          case 1: {
+            std::vector<std::string> order = {names[next(names.size())], v};
+            if (next(2)) order.push_back(names[next(names.size())]);
+            err = loops::reorderLoops(k, order);
+            steps += "reorder ...; ";
+            break;
+          }
+          case 2: err = loops::unrollLoop(k, v, next(3) == 0 ? 0 : 2 + static_cast<int64_t>(next(3))); steps += "unroll " + v + "; "; break;
+          case 3: err = loops::parallelizeLoop(k, next(4) == 0 ? "" : v); steps += "parallel " + v + "; "; break;
+          case 4: err = loops::vectorizeLoop(k, v, next(2) == 0); steps += "vectorize " + v + "; "; break;
+          default: continue;
+        }
+        INFO(text << "\nsteps: " << steps << "\n" << err);
+        if (err.empty()) {
+          ++applied;
+          std::vector<std::string> problems = loops::verifyLoopProgram(p);
+          for (const std::string& problem : problems) FAIL_CHECK(problem);
+        } else {
+          ++refused;
+          CHECK(loops::printLoopProgram(p) == before);
+        }
+      }
+      INFO(text << "\nsteps: " << steps);
+      checkSameResults(l, p, 1e-9);
+    }
+  }
+  // Both outcomes happen often enough for the test to mean something.
+  CHECK(applied > 100);
+  CHECK(refused > 50);
+}
+
+}  // namespace texc::passtest
