@@ -54,7 +54,10 @@ struct Contraction {
   int i = -1, j = -1, k = -1;
   int64_t M = 0, N = 0, K = 0;
   int acc = -1;
-  Expr rowOperand, colOperand;  // A[.., i, k] (no j) and B[.., k, j] (j only as the last index)
+  Expr rowOperand, colOperand;  // A[.., i, k] (no j) and B[.., k, j] (uses j, not i)
+  // Whether B is contiguous in j (j exactly its last index, nowhere else). When it is not (A B^T:
+  // B[j, k]), the micro-kernel cannot read its columns as vectors, so B must be packed.
+  bool colContiguous = true;
   Stmt store;
 };
 
@@ -134,9 +137,11 @@ bool match(const LoopProgram& p, Stmt& iLoop, Contraction& c) {
   if (v.kind != ExprKind::Binary || v.binaryOp != BinaryOp::Mul) return false;
   if (!isF32Load(p, v.args[0]) || !isF32Load(p, v.args[1])) return false;
   int i = iLoop.var, j = jLoop.var, k = kLoop.var;
-  // The column operand is contiguous in j: j is exactly its last index and appears nowhere else.
-  auto isColumn = [&](const Expr& e) {
-    if (e.index.empty() || loadUses(e, i)) return false;
+  // The column operand reads j and not i; it is contiguous in j when j is exactly its last index
+  // and appears nowhere else (B[k, j]). Any other use of j (B^T: K[j, d]) is read through the
+  // pack, which gathers it into contiguous panels.
+  auto isColumn = [&](const Expr& e) { return loadUses(e, j) && !loadUses(e, i); };
+  auto contiguousInJ = [&](const Expr& e) {
     const IndexExpr& last = e.index.back();
     if (last.kind != IndexExpr::Kind::Var || last.var != j) return false;
     for (size_t d = 0; d + 1 < e.index.size(); ++d)
@@ -153,6 +158,7 @@ bool match(const LoopProgram& p, Stmt& iLoop, Contraction& c) {
   } else {
     return false;
   }
+  c.colContiguous = contiguousInJ(c.colOperand);
   c.iLoop = &iLoop;
   c.i = i;
   c.j = j;
@@ -424,8 +430,15 @@ void mergeRowIntoColumns(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
   if (y == c.i) return;
   const Buffer& in = p.buffers[c.colOperand.buffer];
   const Buffer& out = p.buffers[c.store.buffer];
-  if (!endsInRowAndColumn(c.colOperand.index, in.shape, y, c.j, c.N) || !endsInRowAndColumn(c.store.index, out.shape, y, c.j, c.N))
-    return;
+  // The input stays linear in the pixel when it ends in (y + a, x + b) over the output's width.
+  // An input read at a stride (2 * x + s - 1) is gathered by its pack with or without the
+  // merge, so only the store decides; an input contiguous in x but wider than the output (a
+  // valid convolution) keeps x, which it reads with vector loads.
+  const std::vector<IndexExpr>& ix = c.colOperand.index;
+  bool contiguousInX = unitIn(ix.back(), c.j);
+  for (size_t d = 0; d + 1 < ix.size(); ++d) contiguousInX = contiguousInX && !usesVar(ix[d], c.j);
+  if (contiguousInX && !endsInRowAndColumn(ix, in.shape, y, c.j, c.N)) return;
+  if (!endsInRowAndColumn(c.store.index, out.shape, y, c.j, c.N)) return;
   const std::vector<IndexExpr>& st = c.store.index;
   if (st.back().kind != IndexExpr::Kind::Var || st[st.size() - 2].kind != IndexExpr::Kind::Var) return;
   k.varNames.push_back(k.varNames[y] + k.varNames[c.j]);
@@ -499,7 +512,7 @@ bool matchImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
   }
 
   // Rows: the one output loop the row operand reads (it reads no other); columns: the innermost
-  // loop, unit stride in the column operand's last index; the others are batch loops.
+  // loop, which the column operand reads (at any stride); the others are batch loops.
   const int j = g.chain.back()->var;
   auto rowVarOf = [&](const Expr& e) {
     int found = -1;
@@ -507,12 +520,9 @@ bool matchImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
       if (loadUses(e, l->var)) found = found < 0 ? l->var : -2;
     return found;
   };
-  auto isColumn = [&](const Expr& e, int i) {
-    if (e.index.empty() || loadUses(e, i) || !unitIn(e.index.back(), j)) return false;
-    for (size_t d = 0; d + 1 < e.index.size(); ++d)
-      if (usesVar(e.index[d], j)) return false;
-    return true;
-  };
+  // The column operand is always packed, so it may read j at any stride (a strided
+  // convolution's 2 * x + s - 1): the pack gathers what is not contiguous.
+  auto isColumn = [&](const Expr& e, int i) { return loadUses(e, j) && !loadUses(e, i); };
   int rowOp = -1;
   for (int a = 0; a < 2 && rowOp < 0; ++a) {
     int i = rowVarOf(ops[a]);
@@ -520,12 +530,11 @@ bool matchImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
   }
   if (rowOp < 0) return false;
   const int i = rowVarOf(ops[rowOp]);
-  // The padding is applied while packing the column operand: it may not depend on the row, and
-  // a column it depends on must be at unit stride (one lane mask per vector). The row operand is
-  // packed without a check, so no condition may guard one of its indices (lowering guards
-  // exactly the accesses that may fall outside).
+  // The padding is applied while packing the column operand (lane by lane): it may not depend
+  // on the row. The row operand is packed without a check, so no condition may guard one of its
+  // indices (lowering guards exactly the accesses that may fall outside).
   for (const GuardCond& cond : g.padding) {
-    if (usesVar(cond.index, i) || (usesVar(cond.index, j) && !unitIn(cond.index, j))) return false;
+    if (usesVar(cond.index, i)) return false;
     for (const IndexExpr& ix : ops[rowOp].index)
       if (sameIndex(ix, cond.index)) return false;
   }
@@ -667,7 +676,16 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
     Contraction c;
     bool outermost = false;
     if (findContraction(p, k.body, c, outermost)) {
-      TileSchedule s = chooseTileSchedule(machine, c.M, c.N, c.K, overrides, canBlockK(p, c));
+      // A column operand that is not contiguous in j (A B^T) is only tiled packed: the pack
+      // gathers it into contiguous panels, which the micro-kernel reads as vectors.
+      ScheduleOverrides o = overrides;
+      if (!c.colContiguous) o.pack = true;
+      TileSchedule s = chooseTileSchedule(machine, c.M, c.N, c.K, o, canBlockK(p, c));
+      if (!c.colContiguous && !s.pack) continue;  // its panel would not fit the stack scratch
+      if (!c.colContiguous)
+        s.explanation += overrides.pack == false
+                             ? "; pack = off ignored: B is not contiguous in j (A B^T), so it is packed (gathered) into panels"
+                             : "; B is not contiguous in j (A B^T): the pack gathers it into panels";
       tileOne(k, c, s, outermost);
       k.schedule = s.explanation;
       ++tiled;

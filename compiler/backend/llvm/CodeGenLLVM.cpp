@@ -215,13 +215,46 @@ class KernelGen {
   // W consecutive column-operand values from column j (load: the column operand's Load).
   // `padded`: masked lanes may lie outside the buffer (padding), so the address is computed
   // without the inbounds promise.
+  // An operand that is not contiguous in the column (A B^T: K[j, d]) is gathered lane by lane.
   llvm::Value* columnVector(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask, bool padded = false) {
     if (load.kind != ExprKind::Load) throw std::logic_error("tile column operand is not a load");
+    if (!unitStrideIn(p_.buffers[load.buffer], load.index, colVar)) return gatherColumnVector(load, j, colVar, w, mask);
     vars_[colVar] = j;
     llvm::Value* ptr = address(load.buffer, load.index, !padded);
     auto* vt = llvm::FixedVectorType::get(ft_, static_cast<unsigned>(w));
     if (!mask) return b_.CreateAlignedLoad(vt, ptr, llvm::Align(4));
     return b_.CreateMaskedLoad(vt, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
+  }
+
+  // W column-operand values at columns j .. j+W-1 read one address per lane, for an operand whose
+  // address does not step by one element with the column. Lanes outside `mask` are not read.
+  llvm::Value* gatherColumnVector(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask) {
+    const auto n = static_cast<unsigned>(w);
+    auto* vt = llvm::FixedVectorType::get(ft_, n);
+    llvm::Value* ptrs = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getPtrTy(), n));
+    for (unsigned l = 0; l < n; ++l) {
+      vars_[colVar] = b_.CreateAdd(j, i64(l));
+      ptrs = b_.CreateInsertElement(ptrs, address(load.buffer, load.index, /*inBounds=*/false), static_cast<uint64_t>(l));
+    }
+    vars_[colVar] = j;
+    if (!mask) mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
+    return b_.CreateMaskedGather(vt, ptrs, llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
+  }
+
+  // Whether the element `idx` addresses in `buf` is the next one when `var` grows by one (the
+  // other variables fixed): in the linear form of the offset (linearOffset), `var` has
+  // coefficient 1 and appears in no division or remainder. B[k, j] and an image's x + s - 1
+  // are; so is the tile pass's merged pixel e read as [.., e / W + a, e % W + b] over [.., W]
+  // (the offset is e + a W + b); B[j, k] (A B^T) and I[.., 2 y + r, ..] are not.
+  static bool unitStrideIn(const loops::Buffer& buf, const std::vector<IndexExpr>& idx, int var) {
+    int64_t constant = 0;
+    int64_t coef = 0;
+    for (const LinearTerm& t : linearOffset(buf, idx, constant)) {
+      if (t.coef == 0) continue;
+      if (t.atom->kind == IndexExpr::Kind::Var && t.atom->var == var) coef += t.coef;
+      else if (indexUsesVar(*t.atom, var)) return false;
+    }
+    return coef == 1;
   }
 
   // The k window of a pack or tile: [start, end) and the length its scratch layout assumes.
@@ -243,6 +276,8 @@ class KernelGen {
   // colExtent, by masked loads).
   void pack(const Stmt& s) {
     if (s.rowVar >= 0) return packRows(s);
+    if (s.conds.empty() && s.value.kind == ExprKind::Load && !unitStrideIn(p_.buffers[s.value.buffer], s.value.index, s.colVar))
+      return packGathered(s);
     // A padded pack works on 8 lanes: its masks then stay 8 x 32 bits, one AVX2 register, and
     // LLVM does not narrow them to bytes between the compares and the masked loads.
     const int64_t w = std::min<int64_t>(laneCount(s.rows > 0 ? std::min(s.rows, s.cols) : s.cols), s.conds.empty() ? 16 : 8);
@@ -293,6 +328,32 @@ class KernelGen {
         llvm::Value* at = b_.CreateAdd(row, i64((c / panel) * panel * kw.length + c % panel));
         b_.CreateAlignedStore(vec, scratchAt(s.scratch, at), llvm::Align(4 * w));
       }
+    });
+    vars_[s.var] = vars_[s.colVar] = nullptr;
+  }
+
+  // A column pack whose operand is gathered (A B^T: K[j, d]), panel by panel: the P columns of a
+  // panel are P rows of K, read along k, so each k step touches P rows instead of every row of
+  // the block (at 512 columns, 512 rows 4 KiB apart: a TLB miss per element).
+  void packGathered(const Stmt& s) {
+    const int64_t panel = s.rows > 0 ? s.rows : s.cols;
+    const int64_t w = std::min<int64_t>(laneCount(panel), 16);
+    llvm::Value* j0 = index(s.colBase);
+    KWindow kw = kWindow(s);
+    const bool ragged = s.colExtent % s.cols != 0;
+    countedLoop(k_.varNames[s.colVar] + ".panel", i64(0), i64(s.cols / panel), [&](llvm::Value* t) {
+      llvm::Value* first = b_.CreateAdd(j0, b_.CreateMul(t, i64(panel)));
+      std::vector<llvm::Value*> masks(panel / w, nullptr);
+      for (int64_t v = 0; ragged && v < panel / w; ++v) masks[v] = laneMask(b_.CreateAdd(first, i64(v * w)), w, s.colExtent);
+      llvm::Value* base = b_.CreateMul(t, i64(panel * kw.length));
+      countedLoop(k_.varNames[s.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
+        vars_[s.var] = k;
+        llvm::Value* row = b_.CreateAdd(base, b_.CreateMul(b_.CreateSub(k, kw.start), i64(panel)));
+        for (int64_t v = 0; v < panel / w; ++v) {
+          llvm::Value* vec = gatherColumnVector(s.value, b_.CreateAdd(first, i64(v * w)), s.colVar, w, masks[v]);
+          b_.CreateAlignedStore(vec, scratchAt(s.scratch, b_.CreateAdd(row, i64(v * w))), llvm::Align(4 * w));
+        }
+      });
     });
     vars_[s.var] = vars_[s.colVar] = nullptr;
   }
@@ -679,10 +740,9 @@ class KernelGen {
   // indexes an image by its pixel p as [p / W + r - 1, p % W + s - 1]: the offset is then
   // p + (r - 1) * W + s - 1, plainly linear in p, and neighbouring vectors of a pack share
   // one base instead of each computing its own division.
-  llvm::Value* address(int buffer, const std::vector<IndexExpr>& idx, bool inBounds = true) {
-    const loops::Buffer& buf = p_.buffers[buffer];
+  static std::vector<LinearTerm> linearOffset(const loops::Buffer& buf, const std::vector<IndexExpr>& idx, int64_t& constant) {
     std::vector<LinearTerm> terms;
-    int64_t constant = 0;
+    constant = 0;
     int64_t stride = 1;
     for (size_t d = idx.size(); d-- > 0;) {
       linearize(idx[d], stride, terms, constant);
@@ -706,6 +766,14 @@ class KernelGen {
         }
       }
     }
+    return terms;
+  }
+
+  // The address of buffer[idx]: its linear form, term by term.
+  llvm::Value* address(int buffer, const std::vector<IndexExpr>& idx, bool inBounds = true) {
+    const loops::Buffer& buf = p_.buffers[buffer];
+    int64_t constant = 0;
+    std::vector<LinearTerm> terms = linearOffset(buf, idx, constant);
     llvm::Value* offset = nullptr;
     for (const LinearTerm& t : terms) {
       if (t.coef == 0) continue;

@@ -255,6 +255,16 @@ bool runFuse(CompileState& s) {
     }
     std::string into;
     for (const std::string& n : consumers) into += (into.empty() ? "" : ", ") + n;
+    // A reduction read by a tileable contraction's epilogue (attention's row sum l[i] in
+    // O[i, d] = sum(j: P[i, j] * V[j, d]) / l[i]) would be lowered beside the contraction's
+    // loops, in the loop over i, where the tile pass does not take the nest apart. (The tile
+    // pass needs two output loops, rows and columns: a dot product's reader is no such case.)
+    bool readByTiledEpilogue = false;
+    for (const Read& r : reads) {
+      const Computation& reader = g.computations[r.consumer];
+      const TensorInfo& rt = g.tensors[reader.tensor];
+      readByTiledEpilogue |= !r.inReduction && rt.shape.size() >= 2 && isTileableContraction(reader.body, rt.dtype, convTiled);
+    }
 
     FusionDecision d{pt.name, into, false, ""};
     if (pt.isOutput) {
@@ -274,6 +284,9 @@ bool runFuse(CompileState& s) {
     } else if (reduction && tiling && readInReduction && isTileableContraction(p.body, pt.dtype, convTiled)) {
       d.reason = "not fused: a contraction read inside its reader's reduction would not be tiled; it gets a tiled kernel of its own "
                  "(--no-tile fuses it)";
+    } else if (reduction && tiling && readByTiledEpilogue) {
+      d.reason = "not fused: a reduction read by the epilogue of a contraction that will be tiled would sit beside the contraction's "
+                 "loops and keep it untiled; it gets a kernel of its own (--no-tile fuses it)";
     } else if (!reduction && tiling && s.options.fuse == FuseMode::All && readInReduction && readsTileableContraction(g, p.body, convTiled)) {
       d.reason = "not fused: it is the pointwise epilogue of a contraction that will be tiled; it stays with the contraction, "
                  "and its reader's reduction reads the result (--no-tile fuses it)";

@@ -159,6 +159,32 @@ TEST_CASE("conv + scale/bias + 2x2 max pool with tiling: conv with scale/bias, t
   CHECK(decision(*offTiles, "C")->fused);
 }
 
+// Attention's row sum l[i] is read by the epilogue of O = sum(j: P V) / l[i]: fused, it would be
+// lowered beside the contraction's loops (in the loop over i) and keep O untiled, so with tiling
+// it gets a kernel of its own; --no-tile fuses it as before.
+TEST_CASE("attention with tiling: the row sum its P V epilogue reads is a kernel of its own", "[fusion]") {
+  auto c = compile(source("attention.tex"), FuseMode::All, {{"N", 9}, {"Dh", 4}});
+  REQUIRE(decision(*c, "l"));
+  CHECK_FALSE(decision(*c, "l")->fused);
+  CHECK_THAT(decision(*c, "l")->reason, Catch::Contains("read by the epilogue of a contraction that will be tiled"));
+  CHECK(c->state.graph->findTensor("l") >= 0);
+  requireSameResults(*c);
+
+  auto offTiles = compile(source("attention.tex"), FuseMode::All, {{"N", 9}, {"Dh", 4}}, /*tile=*/false);
+  REQUIRE(decision(*offTiles, "l"));
+  CHECK(decision(*offTiles, "l")->fused);
+  CHECK(kernels(*offTiles) + 1 == kernels(*c));
+
+  // A reader with fewer than two output dimensions is never tiled: a cosine's dot products still
+  // fuse into it.
+  const char* cosine = "input x : f32[17]\ninput y : f32[17]\noutput dot = sum(i: x[i] * y[i])\n"
+                       "output cosine = sum(i: x[i] * y[i]) / (sqrt(sum(i: x[i] * x[i])) * sqrt(sum(i: y[i] * y[i])))\n";
+  auto tiled = compile(cosine, FuseMode::All);
+  auto untiled = compile(cosine, FuseMode::All, {}, /*tile=*/false);
+  CHECK(kernels(*tiled) == kernels(*untiled));
+  requireSameResults(*tiled);
+}
+
 // --conv=direct: convolutions are not tiled, so nothing is kept apart for them (one kernel, as
 // with --no-tile); a matmul read inside a reduction still is.
 TEST_CASE("conv + scale/bias + 2x2 max pool with --conv=direct is one kernel", "[fusion]") {

@@ -6,6 +6,8 @@
 //     batched, transposed, with fused epilogues, and under several schedules, the tiled loop
 //     program verifies and gives bit-identical outputs to the untiled one under the loop-IR
 //     interpreter (the tile keeps each element's k order, so the sums are the same);
+//   - A B^T and strided convolutions, whose column operand is not contiguous in j: packed
+//     (gathered) whatever the schedule says, and the LLVM code's gathers, packed or in place;
 //   - what is not a contraction is left alone; the rule's arithmetic; the schedule file syntax
 //     and its errors; the verifier's checks of the new statements.
 #include <catch2/catch.hpp>
@@ -17,8 +19,15 @@
 #include <algorithm>
 
 #include "PassTestSupport.h"
+#include "compiler/backend/llvm/CodeGenLLVM.h"
+#include "compiler/backend/llvm/CpuExecutable.h"
 #include "compiler/loops/TileContractions.h"
 #include "compiler/passes/Pipeline.h"
+#include "runtime/Buffer.h"
+#include "runtime/ThreadPool.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
 
 namespace texc::passtest {
 namespace {
@@ -46,6 +55,9 @@ std::vector<std::vector<double>> run(const Lowered& l, const loops::LoopProgram&
 const char* const kMatmulOdd =
     "input A : f32[97, 61]\ninput B : f32[61, 131]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n";
 
+const char* const kMatmulTransposedB =
+    "input A : f32[97, 61]\ninput B : f32[131, 61]\noutput C[i, j] = sum(k: A[i, k] * B[j, k])\n";
+
 struct SemanticsCase {
   const char* name;
   const char* text;
@@ -65,6 +77,17 @@ const SemanticsCase kCases[] = {
      "h = C + bias\noutput y = 0.5 * h * (1 + erf(h * 0.7071067811865476))\n"},
     {"scaled epilogue reading i and j",
      "input A : f32[10, 12]\ninput B : f32[12, 17]\noutput C[i, j] = 0.5 * sum(k: A[i, k] * B[k, j]) + i - j\n"},
+    // B not contiguous in j: the pack gathers it (forced on, whatever the schedule says).
+    {"A B^T 97x131x61", kMatmulTransposedB},
+    {"A B^T 13x29x531 (k blocks with a tail)",
+     "input A : f32[13, 531]\ninput B : f32[29, 531]\noutput C[i, j] = sum(k: A[i, k] * B[j, k])\n"},
+    {"batched Q K^T 3x7x19x23",
+     "input Q : f32[3, 7, 23]\ninput K : f32[3, 19, 23]\noutput S[b, i, j] = sum(d: Q[b, i, d] * K[b, j, d])\n"},
+    {"A^T B^T, operands swapped", "input A : f32[23, 17]\ninput B : f32[37, 23]\noutput C[i, j] = sum(k: B[j, k] * A[k, i])\n"},
+    {"attention scores: scale and causal mask",
+     "input Q : f32[37, 11]\ninput K : f32[41, 11]\n"
+     "output S[i, j] = select(j <= i, sum(d: Q[i, d] * K[j, d]) * 0.125, -inf)\n"},
+    {"B read at a stride of 2 in j", "input A : f32[11, 23]\ninput B : f32[23, 75]\noutput C[i, j < 37] = sum(k: A[i, k] * B[k, 2 * j])\n"},
 };
 
 // Schedules that exercise each part of the tile: the default, no packing, k blocks that do not
@@ -138,6 +161,10 @@ const char* const kConvPadded =
     "input I : f32[2, 5, 7, 11]\ninput Wt : f32[13, 5, 3, 3]\ninput scale : f32[13]\ninput bias : f32[13]\n"
     "output O[n, k, y < 7, x < 11] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s]) * scale[k] + bias[k]\n";
 
+const char* const kConvStride2 =
+    "input I : f32[2, 5, 13, 11]\ninput Wt : f32[7, 5, 3, 3]\n"
+    "output O[n, k, y < 7, x < 6] = sum(c, r, s: I[n, c, 2 * y + r - 1, 2 * x + s - 1] * Wt[k, c, r, s])\n";
+
 const SemanticsCase kConvCases[] = {
     {"conv 3x3 pad 1, scale/bias, N=2, C=5, K=13, 7x11", kConvPadded},
     {"conv 3x3 pad 1, N=1, C=31, K=7, 13x3 (k blocks)",
@@ -149,6 +176,13 @@ const SemanticsCase kConvCases[] = {
     {"conv 5x2, padding on one side", "input I : f32[1, 3, 5, 17]\ninput Wt : f32[11, 3, 5, 2]\n"
                                        "output O[n, k, y < 5, x < 17] = sum(c, r, s: I[n, c, y + r - 2, x + s] * Wt[k, c, r, s])\n"},
     {"conv 1x1", "input I : f32[3, 7, 5, 3]\ninput P : f32[11, 7]\noutput O[n, k, y < 5, x < 3] = sum(c: P[k, c] * I[n, c, y, x])\n"},
+    // Strided: the input is gathered by its pack (2 * x + s - 1 is not contiguous in x).
+    {"conv 3x3 stride 2 pad 1, N=2, C=5, K=7, 13x11 -> 7x6", kConvStride2},
+    {"conv 3x3 stride 2 pad 1, C=31 (k blocks), 9x5 -> 5x3",
+     "input I : f32[1, 31, 9, 5]\ninput Wt : f32[7, 31, 3, 3]\n"
+     "output O[n, k, y < 5, x < 3] = sum(c, r, s: I[n, c, 2 * y + r - 1, 2 * x + s - 1] * Wt[k, c, r, s])\n"},
+    {"conv 2x2 stride 2 without padding", "input I : f32[2, 3, 9, 17]\ninput Wt : f32[5, 3, 2, 2]\n"
+                                           "output O[n, k, y < 4, x < 8] = sum(c, r, s: I[n, c, 2 * y + r, 2 * x + s] * Wt[k, c, r, s])\n"},
 };
 
 std::vector<std::pair<std::string, loops::ScheduleOverrides>> convSchedules() {
@@ -242,9 +276,6 @@ TEST_CASE("tile: one image still gives the threads work: the pixel blocks are th
 
 TEST_CASE("tile: convolutions the implicit GEMM does not cover stay as they are", "[passes][tile][conv]") {
   const char* const programs[] = {
-      // stride 2: the input is not contiguous along the output's columns
-      "input I : f32[1, 3, 9, 9]\ninput Wt : f32[4, 3, 3, 3]\n"
-      "output O[n, k, y < 5, x < 5] = sum(c, r, s: I[n, c, 2 * y + r - 1, 2 * x + s - 1] * Wt[k, c, r, s])\n",
       // the input is indexed by the output channel too (not a GEMM operand)
       "input I : f32[6, 9]\ninput Wt : f32[4, 3]\noutput O[k, x] = sum(c < 3: I[k + c - 1, x] * Wt[k, c])\n",
       // padding on the weights' side: their pack would read outside them
@@ -307,6 +338,8 @@ TEST_CASE("tile: goldens before and after, on a fixed machine", "[passes][tile][
       {"matmul_odd_unpacked", kMatmulOdd, noPack},
       {"matmul_bias_gelu", kCases[6].text, {}},
       {"conv_implicit_gemm", kConvPadded, {}},
+      {"matmul_transposed_b", kMatmulTransposedB, {}},
+      {"conv_stride2", kConvStride2, {}},
   };
   for (const Golden& g : goldens) {
     DYNAMIC_SECTION(g.file) {
@@ -324,7 +357,6 @@ TEST_CASE("tile: what is not a contraction stays as it is", "[passes][tile]") {
       "input x : f32[4, 8]\noutput y[i] = sum(j: x[i, j])\n",                                         // no product
       "input A : f32[4, 8]\ninput B : f32[8, 5]\noutput C[i, j] = max(k: A[i, k] * B[k, j])\n",         // not a sum
       "input A : f16[4, 8]\ninput B : f16[8, 5]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n",         // f16 operands
-      "input A : f32[4, 8]\ninput B : f32[5, 8]\noutput C[i, j] = sum(k: A[i, k] * B[j, k])\n",         // B not contiguous in j
       "input x : f32[9]\noutput y[i < 7] = sum(t < 3: x[i + t])\n",                                      // one output dimension
   };
   for (const char* text : programs) {
@@ -340,6 +372,127 @@ TEST_CASE("tile: what is not a contraction stays as it is", "[passes][tile]") {
     loops::ScheduleOverrides off;
     off.tile = false;
     CHECK(loops::tileContractions(l.loops, avx2Machine(), off) == 0);
+  }
+}
+
+TEST_CASE("tile: A B^T is tiled with B packed, whatever the schedule says", "[passes][tile]") {
+  auto columnPacks = [](const loops::Kernel& k) {
+    int n = 0;
+    forEachStmt(k.body, [&](const loops::Stmt& s) { n += s.kind == loops::StmtKind::Pack && s.rowVar < 0; });
+    return n;
+  };
+  SECTION("by the rule") {
+    Lowered l = lower("A B^T", kMatmulTransposedB);
+    REQUIRE(loops::tileContractions(l.loops, avx2Machine(), {}) == 1);
+    CHECK(columnPacks(l.loops.kernels[0]) == 1);
+    CHECK_THAT(l.loops.kernels[0].schedule, Catch::Contains("B is not contiguous in j (A B^T): the pack gathers it into panels"));
+  }
+  SECTION("pack = off is ignored, and the note says why") {
+    Lowered l = lower("A B^T", kMatmulTransposedB);
+    loops::ScheduleOverrides noPack;
+    noPack.pack = false;
+    REQUIRE(loops::tileContractions(l.loops, avx2Machine(), noPack) == 1);
+    CHECK(columnPacks(l.loops.kernels[0]) == 1);
+    CHECK_THAT(l.loops.kernels[0].schedule, Catch::Contains("pack = off ignored: B is not contiguous in j (A B^T)"));
+    CHECK_THAT(l.loops.kernels[0].schedule, Catch::Contains("B packed"));
+  }
+  SECTION("the same schedule reads a contiguous B in place") {
+    Lowered l = lower("ab", kMatmulOdd);
+    loops::ScheduleOverrides noPack;
+    noPack.pack = false;
+    REQUIRE(loops::tileContractions(l.loops, avx2Machine(), noPack) == 1);
+    CHECK(columnPacks(l.loops.kernels[0]) == 0);
+  }
+  SECTION("a B panel too big for the stack scratch: left untiled") {
+    // No k blocks (kc >= K), so a panel is 20000 x 16 floats = 1.25 MiB > 1 MiB.
+    Lowered l = lower("A B^T, long k", "input A : f32[2, 20000]\ninput B : f32[3, 20000]\noutput C[i, j] = sum(k: A[i, k] * B[j, k])\n");
+    loops::ScheduleOverrides unblocked;
+    unblocked.kc = 1 << 20;
+    loops::LoopProgram tiled = l.loops;
+    CHECK(loops::tileContractions(tiled, avx2Machine(), unblocked) == 0);
+    CHECK(loops::printLoopProgram(tiled) == loops::printLoopProgram(l.loops));
+    // With k blocks (the rule) its panels fit.
+    CHECK(loops::tileContractions(l.loops, avx2Machine(), {}) == 1);
+  }
+}
+
+// Every buffer of `lp` (all f32) after running its LLVM code (-O3, one thread) on the inputs of
+// `seed`, as doubles.
+std::vector<std::vector<double>> runLlvm(const Lowered& l, const loops::LoopProgram& lp, uint64_t seed) {
+  std::vector<RefTensor> inputs = randomInputs(l.graph, seed, 0);
+  std::vector<Tensor> tensors;
+  std::vector<void*> ptrs;
+  for (const loops::Buffer& b : lp.buffers) {
+    REQUIRE(b.dtype == DType::F32);
+    tensors.push_back(makeTensor(ElemType::F32, b.shape));
+  }
+  for (size_t i = 0; i < l.graph.inputs.size(); ++i) {
+    auto* data = reinterpret_cast<float*>(tensors[l.graph.inputs[i]].data.data());
+    for (size_t e = 0; e < inputs[i].data.size(); ++e) data[e] = static_cast<float>(inputs[i].data[e]);
+  }
+  for (Tensor& t : tensors) ptrs.push_back(t.data.data());
+  auto context = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> module = generateLLVM(lp, *context, CodeGenOptions{});
+  REQUIRE(module);
+  std::unique_ptr<CpuExecutable> exe = CpuExecutable::load(std::move(context), std::move(module), lp, 3);
+  ThreadPool pool(1);
+  exe->run(ptrs.data(), pool);
+  std::vector<std::vector<double>> out;
+  for (size_t b = 0; b < tensors.size(); ++b) {
+    const auto* data = reinterpret_cast<const float*>(tensors[b].data.data());
+    out.emplace_back(data, data + lp.buffers[b].numElements());
+  }
+  return out;
+}
+
+// The LLVM code generator reads a column operand that is not contiguous in j (B[j, k], B[k, 2 j])
+// with gathers, in the pack and in a tile that reads it in place. The pass always packs such an
+// operand, so the in-place tile is made here by taking the column pack out of the pass's nest;
+// both must give the bits of the packed tile (each element sums in k order with the same fused
+// multiply-adds), and agree with the interpreter up to f32 rounding.
+TEST_CASE("tile: LLVM gathers a column operand that is not contiguous in j, packed or in place", "[passes][tile][llvm]") {
+  const SemanticsCase programs[] = {
+      {"A B^T 19x37x23", "input A : f32[19, 23]\ninput B : f32[37, 23]\noutput C[i, j] = sum(k: A[i, k] * B[j, k])\n"},
+      {"A B^T with k blocks 7x21x45",
+       "input A : f32[7, 45]\ninput B : f32[21, 45]\noutput C[i, j] = sum(k: A[i, k] * B[j, k])\n"},
+      {"B at a stride of 2 in j", "input A : f32[11, 23]\ninput B : f32[23, 75]\noutput C[i, j < 37] = sum(k: A[i, k] * B[k, 2 * j])\n"},
+  };
+  for (const SemanticsCase& c : programs) {
+    DYNAMIC_SECTION(c.name) {
+      Lowered l = lower(c.name, c.text);
+      std::vector<std::vector<double>> reference = run(l, l.loops, 5);
+      loops::ScheduleOverrides o;
+      o.kc = 16;  // k blocks where K > 16: partial sums kept in C between blocks
+      loops::LoopProgram packed = l.loops;
+      REQUIRE(loops::tileContractions(packed, avx2Machine(), o) == 1);
+      loops::LoopProgram inPlace = packed;
+      int removed = 0;
+      std::function<void(std::vector<loops::Stmt>&)> unpack = [&](std::vector<loops::Stmt>& body) {
+        for (size_t at = 0; at < body.size();) {
+          loops::Stmt& st = body[at];
+          if (st.kind == loops::StmtKind::Pack && st.rowVar < 0) {
+            body.erase(body.begin() + static_cast<std::ptrdiff_t>(at));
+            ++removed;
+            continue;
+          }
+          if (st.kind == loops::StmtKind::Tile) st.scratch = -1;
+          unpack(st.body);
+          ++at;
+        }
+      };
+      unpack(inPlace.kernels[0].body);
+      REQUIRE(removed == 1);
+      INFO(loops::printLoopProgram(inPlace));
+      REQUIRE(loops::verifyLoopProgram(inPlace).empty());
+      std::vector<std::vector<double>> fromPack = runLlvm(l, packed, 5);
+      std::vector<std::vector<double>> fromPlace = runLlvm(l, inPlace, 5);
+      for (int id : l.graph.outputs) {
+        CHECK(fromPlace[id] == fromPack[id]);
+        double worst = 0;
+        for (size_t e = 0; e < reference[id].size(); ++e) worst = std::max(worst, std::abs(fromPack[id][e] - reference[id][e]));
+        CHECK(worst < 1e-3);  // sums of at most 45 products of values in [-2, 2)
+      }
+    }
   }
 }
 
