@@ -47,11 +47,6 @@ bool sameExpr(const Expr& a, const Expr& b, int from, int to) {
   return true;
 }
 
-bool usesVar(const IndexExpr& e, int var) {
-  if (e.kind == IndexExpr::Kind::Var) return e.var == var;
-  return std::any_of(e.ops.begin(), e.ops.end(), [&](const IndexExpr& o) { return usesVar(o, var); });
-}
-
 bool exprLoads(const Expr& e, int buffer) {
   if (e.kind == ExprKind::Load && e.buffer == buffer) return true;
   return std::any_of(e.args.begin(), e.args.end(), [&](const Expr& a) { return exprLoads(a, buffer); });

@@ -143,6 +143,13 @@ struct LoopProgram {
   std::vector<Kernel> kernels;
 };
 
+// Whether `ix` reads loop variable `var`.
+bool usesVar(const IndexExpr& ix, int var);
+
+// Whether two index expressions are the same expression, node by node (the fields a node's kind
+// does not use are not compared).
+bool sameIndex(const IndexExpr& a, const IndexExpr& b);
+
 std::string printLoopProgram(const LoopProgram& p);
 
 // Checks structural invariants (variables bound by an enclosing loop, buffers and accumulators in

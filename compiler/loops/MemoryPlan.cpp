@@ -45,23 +45,10 @@ void forEachAccess(const std::vector<Stmt>& body, const std::function<void(const
   }
 }
 
-bool sameIndex(const IndexExpr& a, const IndexExpr& b) {
-  if (a.kind != b.kind || a.ops.size() != b.ops.size()) return false;
-  switch (a.kind) {
-    case IndexExpr::Kind::Const: return a.constant == b.constant;
-    case IndexExpr::Kind::Var: return a.var == b.var;
-    default: break;
-  }
-  if (a.constant != b.constant) return false;
-  for (size_t i = 0; i < a.ops.size(); ++i)
-    if (!sameIndex(a.ops[i], b.ops[i])) return false;
-  return true;
-}
-
 bool sameIndex(const std::vector<IndexExpr>& a, const std::vector<IndexExpr>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (!sameIndex(a[i], b[i])) return false;
+    if (!loops::sameIndex(a[i], b[i])) return false;
   return true;
 }
 

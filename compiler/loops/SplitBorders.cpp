@@ -63,12 +63,6 @@ std::optional<std::pair<int64_t, int64_t>> provedRange(const GuardCond& c, int v
   return std::pair{ceilDiv(a->hi - (c.extent - 1), b), floorDiv(a->lo, b)};
 }
 
-bool containsTiles(const std::vector<Stmt>& body) {
-  for (const Stmt& s : body)
-    if (s.kind == StmtKind::Pack || s.kind == StmtKind::Tile || containsTiles(s.body)) return true;
-  return false;
-}
-
 void collectConds(const std::vector<Stmt>& body, std::vector<const GuardCond*>& out) {
   for (const Stmt& s : body) {
     if (s.kind == StmtKind::Guard)
@@ -114,7 +108,7 @@ struct Splitter {
 
   // The three loops that replace `loop`, or nothing when it stays as it is.
   std::vector<Stmt> split(const Stmt& loop) {
-    if (loop.parallel || containsTiles(loop.body)) return {};
+    if (loop.parallel) return {};
     std::vector<const GuardCond*> conds;
     collectConds(loop.body, conds);
     // Only conditions on the loop's own variable and those of loops inside it count: one that
@@ -187,6 +181,7 @@ struct Splitter {
 int splitBorders(LoopProgram& p) {
   int n = 0;
   for (Kernel& k : p.kernels) {
+    if (!nest::checkTransformable(k).empty()) continue;  // tiled: its padding is in the packs
     Splitter s(k);
     s.run(k.body);
     n += s.splits;

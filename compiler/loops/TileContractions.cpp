@@ -8,13 +8,6 @@ namespace texc::loops {
 
 namespace {
 
-bool usesVar(const IndexExpr& ix, int var) {
-  if (ix.kind == IndexExpr::Kind::Var) return ix.var == var;
-  for (const IndexExpr& o : ix.ops)
-    if (usesVar(o, var)) return true;
-  return false;
-}
-
 bool loadUses(const Expr& load, int var) {
   for (const IndexExpr& ix : load.index)
     if (usesVar(ix, var)) return true;
@@ -63,13 +56,6 @@ struct Contraction {
 
 bool isF32Load(const LoopProgram& p, const Expr& e) {
   return e.kind == ExprKind::Load && p.buffers[e.buffer].dtype == DType::F32;
-}
-
-bool sameIndex(const IndexExpr& a, const IndexExpr& b) {
-  if (a.kind != b.kind || a.constant != b.constant || a.var != b.var || a.ops.size() != b.ops.size()) return false;
-  for (size_t i = 0; i < a.ops.size(); ++i)
-    if (!sameIndex(a.ops[i], b.ops[i])) return false;
-  return true;
 }
 
 bool sameExpr(const Expr& a, const Expr& b) {

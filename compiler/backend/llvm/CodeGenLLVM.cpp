@@ -252,7 +252,7 @@ class KernelGen {
     for (const LinearTerm& t : linearOffset(buf, idx, constant)) {
       if (t.coef == 0) continue;
       if (t.atom->kind == IndexExpr::Kind::Var && t.atom->var == var) coef += t.coef;
-      else if (indexUsesVar(*t.atom, var)) return false;
+      else if (loops::usesVar(*t.atom, var)) return false;
     }
     return coef == 1;
   }
@@ -371,7 +371,7 @@ class KernelGen {
         ragged ? b_.CreateICmpSLT(columns, b_.CreateVectorSplat(n, b_.getInt32(static_cast<uint32_t>(s.colExtent)))) : nullptr;
     for (const loops::GuardCond& c : s.conds) {
       llvm::Value* in;
-      if (indexUsesVar(c.index, s.colVar)) {
+      if (loops::usesVar(c.index, s.colVar)) {
         in = b_.CreateICmpULT(laneIndex(c.index, s.colVar, columns), b_.CreateVectorSplat(n, b_.getInt32(static_cast<uint32_t>(c.extent))));
       } else {
         in = b_.CreateVectorSplat(n, b_.CreateICmpULT(index(c.index), i64(c.extent)));
@@ -432,20 +432,6 @@ class KernelGen {
       }
     }
     return 0;
-  }
-
-  static bool sameIndex(const IndexExpr& a, const IndexExpr& b) {
-    if (a.kind != b.kind || a.constant != b.constant || a.var != b.var || a.ops.size() != b.ops.size()) return false;
-    for (size_t i = 0; i < a.ops.size(); ++i)
-      if (!sameIndex(a.ops[i], b.ops[i])) return false;
-    return true;
-  }
-
-  static bool indexUsesVar(const IndexExpr& ix, int var) {
-    if (ix.kind == IndexExpr::Kind::Var) return ix.var == var;
-    for (const IndexExpr& o : ix.ops)
-      if (indexUsesVar(o, var)) return true;
-    return false;
   }
 
   // Row pack: scratch[(r / cols) * cols * L + (k - kBase) * cols + r % cols] = row operand at
@@ -726,7 +712,7 @@ class KernelGen {
       case IndexExpr::Kind::FloorDiv:
       case IndexExpr::Kind::Mod:
         for (LinearTerm& t : terms)
-          if (sameIndex(*t.atom, ix)) {
+          if (loops::sameIndex(*t.atom, ix)) {
             t.coef += scale;
             return;
           }
@@ -756,7 +742,7 @@ class KernelGen {
         for (size_t m = 0; m < terms.size(); ++m) {
           const IndexExpr& mod = *terms[m].atom;
           if (mod.kind != IndexExpr::Kind::Mod || mod.constant != div.constant || terms[m].coef == 0 ||
-              terms[q].coef != terms[m].coef * div.constant || !sameIndex(mod.ops[0], div.ops[0]))
+              terms[q].coef != terms[m].coef * div.constant || !loops::sameIndex(mod.ops[0], div.ops[0]))
             continue;
           const int64_t c = terms[m].coef;
           terms[q].coef = terms[m].coef = 0;

@@ -118,13 +118,6 @@ IndexExpr affine(int64_t c, int v, int64_t u) {
   return e;
 }
 
-bool usesVar(const IndexExpr& e, int var) {
-  if (e.kind == IndexExpr::Kind::Var && e.var == var) return true;
-  for (const IndexExpr& o : e.ops)
-    if (usesVar(o, var)) return true;
-  return false;
-}
-
 bool usesVar(const std::vector<Stmt>& stmts, int var) {
   for (const Stmt& s : stmts) {
     for (const IndexExpr& ix : s.index)
@@ -141,14 +134,6 @@ int64_t countStmts(const std::vector<Stmt>& stmts) {
   int64_t n = 0;
   for (const Stmt& s : stmts) n += 1 + countStmts(s.body);
   return n;
-}
-
-bool sameIndex(const IndexExpr& a, const IndexExpr& b) {
-  if (a.kind != b.kind || a.ops.size() != b.ops.size()) return false;
-  if (a.kind == IndexExpr::Kind::Var ? a.var != b.var : a.constant != b.constant) return false;
-  for (size_t i = 0; i < a.ops.size(); ++i)
-    if (!sameIndex(a.ops[i], b.ops[i])) return false;
-  return true;
 }
 
 namespace {

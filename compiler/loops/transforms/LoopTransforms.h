@@ -80,15 +80,13 @@ void substitute(std::vector<Stmt>& stmts, int var, const IndexExpr& by);
 // c * v + u as an index expression (a bare v when c == 1 and u == 0).
 IndexExpr affine(int64_t c, int v, int64_t u);
 
-// Whether `stmts` use variable `var` anywhere.
+// Whether `stmts` use variable `var` anywhere (and, for an index, loops::usesVar).
 bool usesVar(const std::vector<Stmt>& stmts, int var);
-bool usesVar(const IndexExpr& e, int var);
+using loops::usesVar;
 
 // Statements in `stmts`, counted recursively (to bound what unrolling may copy).
 int64_t countStmts(const std::vector<Stmt>& stmts);
 
-// Structural equality of index expressions.
-bool sameIndex(const IndexExpr& a, const IndexExpr& b);
 
 // Why `loop` (a top-level loop of `k`) cannot be the parallel loop, or "": a store outside it
 // (every thread's call would run it), an accumulator carried across its iterations (updated

@@ -109,7 +109,7 @@ std::string dependence(const Kernel& k, const std::vector<Stmt>& body, const std
       loadsOf(*value, s->buffer, loads);
       for (const std::vector<IndexExpr>* idx : loads) {
         bool same = idx->size() == s->index.size();
-        for (size_t d = 0; same && d < idx->size(); ++d) same = nest::sameIndex((*idx)[d], s->index[d]);
+        for (size_t d = 0; same && d < idx->size(); ++d) same = sameIndex((*idx)[d], s->index[d]);
         if (!same)
           return fmt::format("the nest reads the buffer it writes at another index: an iteration may read what another one "
                              "wrote");
