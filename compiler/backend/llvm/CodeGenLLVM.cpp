@@ -615,15 +615,35 @@ class KernelGen {
       for (int64_t v = 0; v < nvec; ++v)
         b_.CreateAlignedStore(b_.CreateLoad(vt, accs[r * nvec + v]), b_.CreateConstInBoundsGEP1_64(ft_, spill, r * s.cols + v * w),
                               llvm::Align(4 * w));
-    countedLoop(k_.varNames[s.rowVar] + ".epi", i64(0), rowsIn, [&](llvm::Value* r) {
-      countedLoop(k_.varNames[s.colVar] + ".epi", i64(0), colsIn, [&](llvm::Value* c) {
-        vars_[s.rowVar] = b_.CreateAdd(i0, r);
-        vars_[s.colVar] = b_.CreateAdd(j0, c);
-        llvm::Value* v = b_.CreateLoad(ft_, b_.CreateInBoundsGEP(ft_, spill, b_.CreateAdd(b_.CreateMul(r, i64(s.cols)), c)));
-        b_.CreateStore(v, accs_[s.acc]);
-        for (const Stmt& e : s.body) stmt(e, false);
+    auto epilogue = [&](llvm::Value* rowsN, llvm::Value* colsN) {
+      countedLoop(k_.varNames[s.rowVar] + ".epi", i64(0), rowsN, [&](llvm::Value* r) {
+        countedLoop(k_.varNames[s.colVar] + ".epi", i64(0), colsN, [&](llvm::Value* c) {
+          vars_[s.rowVar] = b_.CreateAdd(i0, r);
+          vars_[s.colVar] = b_.CreateAdd(j0, c);
+          llvm::Value* v = b_.CreateLoad(ft_, b_.CreateInBoundsGEP(ft_, spill, b_.CreateAdd(b_.CreateMul(r, i64(s.cols)), c)));
+          b_.CreateStore(v, accs_[s.acc]);
+          for (const Stmt& e : s.body) stmt(e, false);
+        });
       });
-    });
+    };
+    if (ragged || s.rowExtent % s.rows != 0) {
+      // A whole tile (the common case) runs the epilogue with constant trip counts, which LLVM
+      // turns into vector code; only a tile at an edge takes the element-by-element loop.
+      // (Measured: the scalar epilogue was 3 % of conv (1, 64, 64, 56, 56).)
+      auto* whole = llvm::BasicBlock::Create(ctx_, "epi.whole", fn_);
+      auto* edge = llvm::BasicBlock::Create(ctx_, "epi.edge", fn_);
+      auto* joined = llvm::BasicBlock::Create(ctx_, "epi.end", fn_);
+      b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpEQ(rowsIn, i64(s.rows)), b_.CreateICmpEQ(colsIn, i64(s.cols))), whole, edge);
+      b_.SetInsertPoint(whole);
+      epilogue(i64(s.rows), i64(s.cols));
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(edge);
+      epilogue(rowsIn, colsIn);
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(joined);
+    } else {
+      epilogue(i64(s.rows), i64(s.cols));
+    }
     vars_[s.rowVar] = vars_[s.colVar] = nullptr;
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
