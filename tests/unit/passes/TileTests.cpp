@@ -552,12 +552,12 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   CHECK(loops::chooseTileSchedule(two, 192, 4096, 4096, {}).mc == 96);   // two blocks, one per thread
   CHECK(loops::chooseTileSchedule(avx2Machine(), 128, 4096, 4096, {}).mc == 66);  // 4 threads: blocks of at least 64 rows
   CHECK(loops::chooseTileSchedule(one, 1024, 1024, 1024, {}).mc == 114);  // L2 decides
-  // The loop order: one thread at 2048^3 packs B once and A 4 times (B blocks of 1 MiB, 512
+  // The loop order: one thread at 2048^3 packs B once and A twice (B blocks of 2 MiB, 1024
   // columns) instead of B 17 times; M = 96, N = K = 4096 (one row block) packs B once either way.
   loops::TileSchedule big = loops::chooseTileSchedule(one, 2048, 2048, 2048, {});
   CHECK(big.columnsOuter);
-  CHECK(big.nc == 512);
-  CHECK(big.explanation.find("columns outer: B packed once, A 4x (80.0 MiB copied; rows outer 288.0)") != std::string::npos);
+  CHECK(big.nc == 1024);
+  CHECK(big.explanation.find("columns outer: B packed once, A 2x (48.0 MiB copied; rows outer 288.0)") != std::string::npos);
   CHECK_FALSE(loops::chooseTileSchedule(one, 96, 4096, 4096, {}).columnsOuter);
   loops::ScheduleOverrides forced;
   forced.columnsOuter = true;
