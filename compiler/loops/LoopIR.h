@@ -52,11 +52,13 @@ struct GuardCond {
 struct Stmt {
   StmtKind kind = StmtKind::Loop;
   // Loop: `for var < extent`; parallel loops are split across threads, vector loops are the
-  // contiguous innermost ones the LLVM vectorizer should widen.
+  // contiguous innermost ones the LLVM vectorizer should widen, scalar loops (a schedule's
+  // `vectorize V off`) ones it must leave scalar; a loop with neither mark is LLVM's choice.
   int var = -1;
   int64_t extent = 0;
   bool parallel = false;
   bool vectorize = false;
+  bool scalar = false;
   std::vector<Stmt> body;  // Loop and Guard
   // Store: buffer[index] = value.
   int buffer = -1;

@@ -69,7 +69,7 @@ struct Printer {
     switch (s.kind) {
       case StmtKind::Loop:
         out += fmt::format("{}for {} < {}{}{}\n", pad, k.varNames[s.var], s.extent, s.parallel ? " parallel" : "",
-                           s.vectorize ? " vector" : "");
+                           s.vectorize ? " vector" : s.scalar ? " scalar" : "");
         for (const Stmt& b : s.body) stmt(b, depth + 1);
         break;
       case StmtKind::Store: out += fmt::format("{}{} = {}\n", pad, access(s.buffer, s.index), expr(s.value)); break;

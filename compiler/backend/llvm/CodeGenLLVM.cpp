@@ -170,7 +170,7 @@ class KernelGen {
   // for (v = start; v < end; ++v) body(v): the loop of every Loop statement and of the tile
   // pass's packing and tiles. The increment is nuw/nsw: trip counts are known and small.
   template <class Body>
-  void countedLoop(const std::string& name, llvm::Value* start, llvm::Value* end, Body body) {
+  llvm::BranchInst* countedLoop(const std::string& name, llvm::Value* start, llvm::Value* end, Body body) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, name + ".loop", fn_);
     auto* bodyBB = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
@@ -183,8 +183,39 @@ class KernelGen {
     b_.SetInsertPoint(bodyBB);
     body(iv);
     iv->addIncoming(b_.CreateAdd(iv, llvm::ConstantInt::get(i64_, 1), name + ".next", true, true), b_.GetInsertBlock());
-    b_.CreateBr(header);
+    llvm::BranchInst* latch = b_.CreateBr(header);
     b_.SetInsertPoint(exit);
+    return latch;
+  }
+
+  static bool holdsLoop(const std::vector<Stmt>& body) {
+    for (const Stmt& s : body)
+      if (s.kind == StmtKind::Loop || (s.kind == StmtKind::Guard && holdsLoop(s.body))) return true;
+    return false;
+  }
+
+  // A loop's marks, passed on to LLVM's loop vectorizer as loop metadata: `vector` on a loop
+  // with no loop inside is llvm.loop.vectorize.enable (widen it if legal, whatever the cost
+  // model thinks of the profit); `scalar` is vectorize.width 1 and interleave.count 1 (one
+  // element per iteration, as written). A `vector` loop holding a reduction's loop (a row sum
+  // over rows) gets no hint: LLVM widens inner loops only, here the reduction's. Without a
+  // mark, the vectorizer decides.
+  void markLoop(llvm::BranchInst* latch, const Stmt& s) {
+    if (!(s.vectorize && !holdsLoop(s.body)) && !s.scalar) return;
+    auto hint = [&](const char* name, llvm::Constant* value) -> llvm::Metadata* {
+      llvm::Metadata* ops[] = {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(value)};
+      return llvm::MDNode::get(ctx_, ops);
+    };
+    std::vector<llvm::Metadata*> ops = {nullptr};
+    if (s.vectorize) {
+      ops.push_back(hint("llvm.loop.vectorize.enable", b_.getTrue()));
+    } else {
+      ops.push_back(hint("llvm.loop.vectorize.width", b_.getInt32(1)));
+      ops.push_back(hint("llvm.loop.interleave.count", b_.getInt32(1)));
+    }
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
+    id->replaceOperandWith(0, id);  // a loop ID names itself
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
   }
 
   // ---- packed panels and register tiles (the tile pass) ---------------------------------------
@@ -653,11 +684,12 @@ class KernelGen {
   void loop(const Stmt& s, bool usesChunk) {
     llvm::Value* start = usesChunk ? lo_ : llvm::ConstantInt::get(i64_, 0);
     llvm::Value* end = usesChunk ? hi_ : llvm::ConstantInt::get(i64_, s.extent);
-    countedLoop(k_.varNames[s.var], start, end, [&](llvm::Value* iv) {
+    llvm::BranchInst* latch = countedLoop(k_.varNames[s.var], start, end, [&](llvm::Value* iv) {
       vars_[s.var] = iv;
       for (const Stmt& c : s.body) stmt(c, false);
       vars_[s.var] = nullptr;
     });
+    markLoop(latch, s);
   }
 
   // ---- values --------------------------------------------------------------------------------

@@ -151,7 +151,7 @@ std::string reorderLoops(Kernel& kernel, const std::vector<std::string>& vars) {
   // Rebuild from the inside out, the guards just inside the innermost loop whose variable they
   // read (outside the nest when they read none).
   const bool parallel = n.loops.front()->parallel;
-  const bool vectorize = n.loops.back()->vectorize;
+  const bool vectorize = n.loops.back()->vectorize, scalar = n.loops.back()->scalar;
   std::vector<std::pair<int64_t, int>> extentOf;  // by new position: extent, var
   for (int id : ids)
     for (Stmt* l : n.loops)
@@ -183,6 +183,7 @@ std::string reorderLoops(Kernel& kernel, const std::vector<std::string>& vars) {
     loop.var = extentOf[p].second;
     loop.parallel = p == 0 && parallel;
     loop.vectorize = p + 1 == static_cast<int>(ids.size()) && vectorize;
+    loop.scalar = p + 1 == static_cast<int>(ids.size()) && scalar;
     loop.body = std::move(content);
     content.clear();
     content.push_back(std::move(loop));

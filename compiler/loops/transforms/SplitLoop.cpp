@@ -42,11 +42,12 @@ std::string splitLoop(Kernel& k, const std::string& var, int64_t factor) {
   inner.var = innerVar;
   inner.extent = factor;
   inner.vectorize = loop.vectorize;
+  inner.scalar = loop.scalar;
   inner.body = std::move(body);
 
   loop.var = outerVar;
   loop.extent = blocks;
-  loop.vectorize = false;  // parallel stays on the outer loop
+  loop.vectorize = loop.scalar = false;  // parallel stays on the outer loop
   loop.body.clear();
   loop.body.push_back(std::move(inner));
   nest::refreshParallelExtent(k);

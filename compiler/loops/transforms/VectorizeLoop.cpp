@@ -1,5 +1,5 @@
-// vectorize: sets or clears a loop's vector mark, which says the loop is an innermost one whose
-// iterations the vectorizer should widen (LoopTransforms.h).
+// vectorize: marks a loop `vector` (an innermost one whose iterations the vectorizer should
+// widen) or `scalar` (one it must not widen) (LoopTransforms.h).
 #include <fmt/format.h>
 
 #include "compiler/loops/transforms/LoopTransforms.h"
@@ -34,6 +34,7 @@ std::string vectorizeLoop(Kernel& k, const std::string& var, bool on) {
                        "that stores",
                        var);
   f.loop->vectorize = on;
+  f.loop->scalar = !on;
   return "";
 }
 

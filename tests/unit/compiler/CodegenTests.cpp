@@ -1,6 +1,7 @@
 // The LLVM backend through the real pipeline: what the generated IR looks like.
 #include <catch2/catch.hpp>
 
+#include "compiler/loops/Schedule.h"
 #include "compiler/passes/PassManager.h"
 #include "compiler/passes/Pipeline.h"
 
@@ -9,7 +10,8 @@ namespace {
 using namespace texc;
 
 // Runs the pipeline on `source` up to `until` and returns the printed IR of that stage.
-std::string compileTo(const std::string& source, Stage until, int optLevel = 3, FuseMode fuse = FuseMode::All, bool tile = true) {
+std::string compileTo(const std::string& source, Stage until, int optLevel = 3, FuseMode fuse = FuseMode::All, bool tile = true,
+                      const std::string& schedule = "") {
   SourceFile file("t.tex", source);
   DiagnosticEngine diags(&file);
   CompileState state;
@@ -18,6 +20,7 @@ std::string compileTo(const std::string& source, Stage until, int optLevel = 3, 
   state.options.optLevel = optLevel;
   state.options.fuse = fuse;
   state.options.tile = tile;
+  REQUIRE(loops::parseScheduleText(schedule, state.options.schedule) == "");
   Instrumentation inst;
   inst.verifyEachPass = true;
   bool ok = runPipeline(state, buildPipeline(until), inst);
@@ -46,6 +49,23 @@ TEST_CASE("an elementwise program vectorizes, tanh included", "[codegen]") {
   // Scalar libm tanh would block vectorization (20x slower than bandwidth).
   CHECK(ll.find("@tanhf") == std::string::npos);
   CHECK(ll.find("@tanh(") == std::string::npos);
+}
+
+TEST_CASE("a loop's vector and scalar marks reach LLVM as loop metadata", "[codegen][transforms]") {
+  // Lowering marks the innermost left-hand loop `vector`: the vectorizer is told to widen it.
+  std::string marked = compileTo(kGelu, Stage::LLVM, 0);
+  CHECK(marked.find("!\"llvm.loop.vectorize.enable\", i1 true") != std::string::npos);
+  // A schedule's `vectorize V off` marks it `scalar`: width 1, no interleaving, and at -O3 the
+  // kernel has no vector arithmetic left (the default one does, above).
+  auto withSchedule = [](const std::string& text, int optLevel) {
+    return compileTo(kGelu, Stage::LLVM, optLevel, FuseMode::All, true, text);
+  };
+  std::string scalar0 = withSchedule("loops y: vectorize i1 off\n", 0);
+  CHECK(scalar0.find("!\"llvm.loop.vectorize.width\", i32 1") != std::string::npos);
+  CHECK(scalar0.find("!\"llvm.loop.interleave.count\", i32 1") != std::string::npos);
+  CHECK(scalar0.find("llvm.loop.vectorize.enable") == std::string::npos);
+  CHECK(hasVectorFloats(compileTo(kGelu, Stage::LLVM)));
+  CHECK_FALSE(hasVectorFloats(withSchedule("loops y: vectorize i1 off\n", 3)));
 }
 
 TEST_CASE("at -O0 math calls libm and the code stays scalar", "[codegen]") {

@@ -362,8 +362,18 @@ TEST_CASE("loop transforms: parallel and vectorize marks", "[passes][transforms]
     loops::LoopProgram p = l.loops;
     CHECK(loops::vectorizeLoop(p.kernels[0], "i", true) ==
           "only the innermost loop around its stores can be vectorised, and i holds a loop that stores");
+    // Off marks the loop scalar (LLVM must not widen it); on again, vector.
     REQUIRE(loops::vectorizeLoop(p.kernels[0], "j", false) == "");
-    CHECK(kernelText(p, 0).find("for j < 10\n") != std::string::npos);
+    CHECK(kernelText(p, 0).find("for j < 10 scalar\n") != std::string::npos);
+    // A split passes the mark to the inner loop, a reorder to the new innermost one.
+    loops::LoopProgram q = p;
+    REQUIRE(loops::splitLoop(q.kernels[0], "j", 4) == "");
+    CHECK(kernelText(q, 0).find("for j.o < 3\n") != std::string::npos);
+    CHECK(kernelText(q, 0).find("for j.i < 4 scalar\n") != std::string::npos);
+    REQUIRE(loops::reorderLoops(q.kernels[0], {"j.o", "i", "j.i"}) == "");
+    CHECK(kernelText(q, 0).find("for i < 13\n") != std::string::npos);
+    CHECK(kernelText(q, 0).find("for j.i < 4 scalar\n") != std::string::npos);
+    checkSameResults(l, q);
     REQUIRE(loops::vectorizeLoop(p.kernels[0], "j", true) == "");
     CHECK(kernelText(p, 0) == kernelText(l.loops, 0));
     // The row loop of a row sum holds only the reduction's loop: it may stay vectorised.
