@@ -274,6 +274,31 @@ TEST_CASE("tile: one image still gives the threads work: the pixel blocks are th
   CHECK(k.parallelExtent > 1);
 }
 
+TEST_CASE("tile: the implicit GEMM pads as few rows and pixel panels as it can", "[passes][tile][conv]") {
+  // The bench's first shape: 64 output channels are 16 tiles of 4 rows (not 11 of 6 = 66 or 13
+  // of 5 = 65), 3136 pixels 28 blocks of 112 (not 25 of 128 = 3200: 4 panels of padding).
+  Lowered l = lower("56x56", "input I : f32[1, 64, 56, 56]\ninput Wt : f32[64, 64, 3, 3]\n"
+                             "output O[n, k, y < 56, x < 56] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n");
+  loops::LoopProgram tiled = l.loops;
+  REQUIRE(loops::tileContractions(tiled, avx2Machine(), {}) == 1);
+  const std::string text = loops::printLoopProgram(tiled);
+  CHECK(text.find("tiles of 4 rows pad fewer rows (64 for 64)") != std::string::npos);
+  CHECK(text.find("pixel blocks evened out to 28 x 112") != std::string::npos);
+  CHECK(text.find("tile 4x16: k = 4 * k_t + 0..3 (< 64)") != std::string::npos);
+  // 13 channels keep tiles of 5 (15 rows; 4 would pad to 16), and a schedule's mr is kept.
+  Lowered small = lower("13", "input I : f32[1, 3, 9, 9]\ninput Wt : f32[13, 3, 3, 3]\n"
+                              "output O[n, k, y < 9, x < 9] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n");
+  loops::LoopProgram five = small.loops;
+  REQUIRE(loops::tileContractions(five, avx2Machine(), {}) == 1);
+  CHECK(loops::printLoopProgram(five).find("tiles of 5 rows pad fewer rows (15 for 13)") != std::string::npos);
+  loops::ScheduleOverrides six;
+  six.mr = 6;
+  loops::LoopProgram fixed = small.loops;
+  REQUIRE(loops::tileContractions(fixed, avx2Machine(), six) == 1);
+  CHECK(loops::printLoopProgram(fixed).find("pad fewer rows") == std::string::npos);
+  CHECK(loops::printLoopProgram(fixed).find("tile 6x16") != std::string::npos);
+}
+
 TEST_CASE("tile: convolutions the implicit GEMM does not cover stay as they are", "[passes][tile][conv]") {
   const char* const programs[] = {
       // the input is indexed by the output channel too (not a GEMM operand)
