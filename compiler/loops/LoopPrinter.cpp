@@ -277,16 +277,20 @@ struct Verifier {
 
 // The runtime calls a kernel once per chunk of [0, parallelExtent), and the code generator runs
 // the top-level parallel loop over that chunk: so there is at most one parallel loop, at the top
-// level, and parallelExtent is its extent (0 without one).
-void checkParallelMarks(const Kernel& k, const std::vector<Stmt>& stmts, bool topLevel, int64_t& found, int& count,
+// level, and parallelExtent is its extent (0 without one). A loop is told to LLVM as widened or
+// as scalar, not both.
+void checkLoopMarks(const Kernel& k, const std::vector<Stmt>& stmts, bool topLevel, int64_t& found, int& count,
                         std::vector<std::string>& problems) {
   for (const Stmt& s : stmts) {
+    if (s.kind == StmtKind::Loop && s.vectorize && s.scalar)
+      problems.push_back(fmt::format("kernel {}: loop {} is marked both vector and scalar", k.name,
+                                     s.var >= 0 && s.var < static_cast<int>(k.varNames.size()) ? k.varNames[s.var] : "?"));
     if (s.kind == StmtKind::Loop && s.parallel) {
       if (!topLevel) problems.push_back(fmt::format("kernel {}: parallel loop {} below the kernel's top level", k.name,
                                                     s.var >= 0 && s.var < static_cast<int>(k.varNames.size()) ? k.varNames[s.var] : "?"));
       else if (++count == 1) found = s.extent;
     }
-    if (s.kind == StmtKind::Loop || s.kind == StmtKind::Guard) checkParallelMarks(k, s.body, false, found, count, problems);
+    if (s.kind == StmtKind::Loop || s.kind == StmtKind::Guard) checkLoopMarks(k, s.body, false, found, count, problems);
   }
 }
 
@@ -299,7 +303,7 @@ std::vector<std::string> verifyLoopProgram(const LoopProgram& p) {
     for (const Stmt& s : k.body) v.stmt(s);
     int64_t extent = 0;
     int count = 0;
-    checkParallelMarks(k, k.body, true, extent, count, problems);
+    checkLoopMarks(k, k.body, true, extent, count, problems);
     if (count > 1) problems.push_back(fmt::format("kernel {}: {} parallel loops", k.name, count));
     if (k.parallelExtent != extent)
       problems.push_back(fmt::format("kernel {}: parallel over {}, but its parallel loop has extent {}", k.name, k.parallelExtent, extent));

@@ -381,7 +381,7 @@ TEST_CASE("loop transforms: parallel and vectorize marks", "[passes][transforms]
   }
 }
 
-TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent agree", "[passes][transforms]") {
+TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent agree; vector and scalar exclude each other", "[passes][transforms]") {
   Lowered l = lower(kElementwise);
   CHECK(loops::verifyLoopProgram(l.loops).empty());
   loops::LoopProgram p = l.loops;
@@ -390,6 +390,9 @@ TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent 
   CHECK(loops::verifyLoopProgram(p) ==
         std::vector<std::string>{"kernel k0_Y: parallel loop j below the kernel's top level",
                                  "kernel k0_Y: parallel over 7, but its parallel loop has extent 13"});
+  loops::LoopProgram both = l.loops;
+  both.kernels[0].body[0].body[0].scalar = true;  // j is already vector
+  CHECK(loops::verifyLoopProgram(both) == std::vector<std::string>{"kernel k0_Y: loop j is marked both vector and scalar"});
 }
 
 TEST_CASE("loop transforms: a kernel the tile pass rewrote is refused", "[passes][transforms]") {
