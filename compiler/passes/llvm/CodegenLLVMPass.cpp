@@ -1,4 +1,6 @@
 // codegen-llvm: loop IR -> LLVM IR (CodeGenLLVM.h), in a fresh context owned by the state.
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
@@ -7,8 +9,22 @@
 
 namespace texc {
 
+namespace {
+
+// LLVM warns "loop not vectorized" when a loop carries llvm.loop.vectorize.enable and it did not
+// widen it. texc puts that hint on every loop marked `vector` (CodeGenLLVM.cpp, markLoop): it is
+// a request the user never wrote, and LLVM's copies of a loop (a remainder, a split) carry it
+// too, so the warning (without a location) would only be noise. Everything else LLVM reports
+// is printed as LLVM prints it.
+struct DropMissedVectorization : llvm::DiagnosticHandler {
+  bool handleDiagnostics(const llvm::DiagnosticInfo& d) override { return d.getKind() == llvm::DK_OptimizationFailure; }
+};
+
+}  // namespace
+
 bool runCodegenLLVM(CompileState& s) {
   s.llvmContext = std::make_unique<llvm::LLVMContext>();
+  s.llvmContext->setDiagnosticHandler(std::make_unique<DropMissedVectorization>());
   CodeGenOptions options;
   options.optLevel = s.options.optLevel;
   if (s.memoryPlan) options.memoryPlan = &*s.memoryPlan;
