@@ -7,6 +7,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -103,6 +104,7 @@ class KernelGen {
       scratch_.push_back(a);
     }
     vars_.assign(k_.varNames.size(), nullptr);
+    varExtents_.assign(k_.varNames.size(), 0);
     for (const Stmt& s : k_.body) stmt(s, /*outermost=*/true);
     for (llvm::Value* p : heap) b_.CreateCall(m_.getOrInsertFunction("free", llvm::Type::getVoidTy(ctx_), ptr), {p});
     b_.CreateRetVoid();
@@ -650,6 +652,8 @@ class KernelGen {
       countedLoop(k_.varNames[s.rowVar] + ".epi", i64(0), rowsN, [&](llvm::Value* r) {
         countedLoop(k_.varNames[s.colVar] + ".epi", i64(0), colsN, [&](llvm::Value* c) {
           vars_[s.rowVar] = b_.CreateAdd(i0, r);
+          varExtents_[s.rowVar] = s.rowExtent;
+          varExtents_[s.colVar] = s.colExtent;
           vars_[s.colVar] = b_.CreateAdd(j0, c);
           llvm::Value* v = b_.CreateLoad(ft_, b_.CreateInBoundsGEP(ft_, spill, b_.CreateAdd(b_.CreateMul(r, i64(s.cols)), c)));
           b_.CreateStore(v, accs_[s.acc]);
@@ -684,6 +688,7 @@ class KernelGen {
   void loop(const Stmt& s, bool usesChunk) {
     llvm::Value* start = usesChunk ? lo_ : llvm::ConstantInt::get(i64_, 0);
     llvm::Value* end = usesChunk ? hi_ : llvm::ConstantInt::get(i64_, s.extent);
+    varExtents_[s.var] = s.extent;
     llvm::BranchInst* latch = countedLoop(k_.varNames[s.var], start, end, [&](llvm::Value* iv) {
       vars_[s.var] = iv;
       for (const Stmt& c : s.body) stmt(c, false);
@@ -855,7 +860,14 @@ class KernelGen {
   llvm::Value* expr(const Expr& e) {
     switch (e.kind) {
       case ExprKind::Const: return llvm::ConstantFP::get(ft_, e.constant);
-      case ExprKind::VarValue: return b_.CreateSIToFP(e.index.empty() ? vars_[e.var] : index(e.index[0]), ft_);
+      case ExprKind::VarValue: {
+        // A loop variable's value (a causal mask's j <= i): through i32 when its extent fits, as
+        // the same float (exact either way below 2^31), because AVX2 converts 8 i32 lanes in one
+        // instruction and i64 lanes only one by one.
+        if (e.index.empty() && varExtents_[e.var] > 0 && varExtents_[e.var] <= std::numeric_limits<int32_t>::max())
+          return b_.CreateSIToFP(b_.CreateTrunc(vars_[e.var], b_.getInt32Ty()), ft_);
+        return b_.CreateSIToFP(e.index.empty() ? vars_[e.var] : index(e.index[0]), ft_);
+      }
       case ExprKind::Load: {
         const loops::Buffer& buf = p_.buffers[e.buffer];
         llvm::Value* v = b_.CreateAlignedLoad(storageType(ctx_, buf.dtype), address(e.buffer, e.index),
@@ -942,6 +954,9 @@ class KernelGen {
   // Larger scratch (im2col's patch matrix) is allocated on the heap.
   static constexpr int64_t kStackScratchBytes = int64_t{4} << 20;
   std::vector<llvm::Value*> vars_;
+  // The extent of each loop variable while its loop is being emitted (0: not known): a value in
+  // [0, extent) that fits 32 bits converts to float through i32.
+  std::vector<int64_t> varExtents_;
 };
 
 }  // namespace

@@ -94,6 +94,14 @@ TEST_CASE("codegen-llvm's context drops LLVM's 'loop not vectorized' warnings an
   });
 }
 
+TEST_CASE("a loop variable's value converts to float through 32-bit lanes", "[codegen]") {
+  // A causal mask compares j with i as numbers. AVX2 converts 8 i32 lanes in one instruction
+  // but i64 lanes one by one, so a variable whose loop extent fits 32 bits goes through i32.
+  std::string ll = compileTo("input X : f32[64, 1000]\noutput Y[i, j] = select(j <= i, X[i, j], 0) + j\n", Stage::LLVM);
+  CHECK(ll.find("itofp <8 x i32>") != std::string::npos);
+  CHECK(ll.find("itofp <8 x i64>") == std::string::npos);
+}
+
 TEST_CASE("at -O0 math calls libm and the code stays scalar", "[codegen]") {
   std::string ll = compileTo(kGelu, Stage::LLVM, 0);
   CHECK(ll.find("@tanhf") != std::string::npos);
