@@ -730,9 +730,10 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       // 2.4 % of conv (1, 64, 64, 56, 56)). Among the panel counts up to the rule's, the one
       // padding least, the widest of those.
       const int64_t panels = (g.c.N + s.nr - 1) / s.nr, most = std::max<int64_t>(1, s.nc / s.nr);
+      const auto paddedPanels = [&](int64_t p) { return (panels + p - 1) / p * p; };
       int64_t best = most;
       for (int64_t p = most; p >= std::max<int64_t>(1, most / 2); --p)
-        if ((panels + p - 1) / p * p < (panels + best - 1) / best * best) best = p;
+        if (paddedPanels(p) < paddedPanels(best)) best = p;
       const int64_t blocks = (panels + best - 1) / best;
       const int64_t even = (panels + blocks - 1) / blocks * s.nr;
       if (even != s.nc) evened += fmt::format("; pixel blocks evened out to {} x {}", blocks, even);

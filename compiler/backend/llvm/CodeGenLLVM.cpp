@@ -648,12 +648,12 @@ class KernelGen {
       for (int64_t v = 0; v < nvec; ++v)
         b_.CreateAlignedStore(b_.CreateLoad(vt, accs[r * nvec + v]), b_.CreateConstInBoundsGEP1_64(ft_, spill, r * s.cols + v * w),
                               llvm::Align(4 * w));
+    varExtents_[s.rowVar] = s.rowExtent;
+    varExtents_[s.colVar] = s.colExtent;
     auto epilogue = [&](llvm::Value* rowsN, llvm::Value* colsN) {
       countedLoop(k_.varNames[s.rowVar] + ".epi", i64(0), rowsN, [&](llvm::Value* r) {
         countedLoop(k_.varNames[s.colVar] + ".epi", i64(0), colsN, [&](llvm::Value* c) {
           vars_[s.rowVar] = b_.CreateAdd(i0, r);
-          varExtents_[s.rowVar] = s.rowExtent;
-          varExtents_[s.colVar] = s.colExtent;
           vars_[s.colVar] = b_.CreateAdd(j0, c);
           llvm::Value* v = b_.CreateLoad(ft_, b_.CreateInBoundsGEP(ft_, spill, b_.CreateAdd(b_.CreateMul(r, i64(s.cols)), c)));
           b_.CreateStore(v, accs_[s.acc]);
@@ -680,6 +680,7 @@ class KernelGen {
       epilogue(i64(s.rows), i64(s.cols));
     }
     vars_[s.rowVar] = vars_[s.colVar] = nullptr;
+    varExtents_[s.rowVar] = varExtents_[s.colVar] = 0;
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
   }
@@ -694,6 +695,7 @@ class KernelGen {
       for (const Stmt& c : s.body) stmt(c, false);
       vars_[s.var] = nullptr;
     });
+    varExtents_[s.var] = 0;
     markLoop(latch, s);
   }
 

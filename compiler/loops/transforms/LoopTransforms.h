@@ -84,6 +84,9 @@ IndexExpr affine(int64_t c, int v, int64_t u);
 bool usesVar(const std::vector<Stmt>& stmts, int var);
 using loops::usesVar;
 
+// Whether `stmts` hold a store, at any depth.
+bool holdsStore(const std::vector<Stmt>& stmts);
+
 // Statements in `stmts`, counted recursively (to bound what unrolling may copy).
 int64_t countStmts(const std::vector<Stmt>& stmts);
 

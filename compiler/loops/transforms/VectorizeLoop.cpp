@@ -8,18 +8,12 @@ namespace texc::loops {
 
 namespace {
 
-bool holdsStore(const std::vector<Stmt>& stmts) {
-  for (const Stmt& s : stmts)
-    if (s.kind == StmtKind::Store || holdsStore(s.body)) return true;
-  return false;
-}
-
 // Whether a loop inside `stmts` stores: then the loop holding them is not the innermost loop
 // over the elements it writes. (Loops that only carry a reduction may sit inside a vector loop,
 // as lowering makes them: the row sum's loop inside the loop over rows.)
 bool holdsStoringLoop(const std::vector<Stmt>& stmts) {
   for (const Stmt& s : stmts)
-    if ((s.kind == StmtKind::Loop && holdsStore(s.body)) || (s.kind == StmtKind::Guard && holdsStoringLoop(s.body))) return true;
+    if ((s.kind == StmtKind::Loop && nest::holdsStore(s.body)) || (s.kind == StmtKind::Guard && holdsStoringLoop(s.body))) return true;
   return false;
 }
 

@@ -259,12 +259,11 @@ bool runFuse(CompileState& s) {
     // O[i, d] = sum(j: P[i, j] * V[j, d]) / l[i]) would be lowered beside the contraction's
     // loops, in the loop over i, where the tile pass does not take the nest apart. (The tile
     // pass needs two output loops, rows and columns: a dot product's reader is no such case.)
-    bool readByTiledEpilogue = false;
-    for (const Read& r : reads) {
+    const bool readByTiledEpilogue = reduction && tiling && std::any_of(reads.begin(), reads.end(), [&](const Read& r) {
       const Computation& reader = g.computations[r.consumer];
       const TensorInfo& rt = g.tensors[reader.tensor];
-      readByTiledEpilogue |= !r.inReduction && rt.shape.size() >= 2 && isTileableContraction(reader.body, rt.dtype, convTiled);
-    }
+      return !r.inReduction && rt.shape.size() >= 2 && isTileableContraction(reader.body, rt.dtype, convTiled);
+    });
 
     FusionDecision d{pt.name, into, false, ""};
     if (pt.isOutput) {
@@ -284,7 +283,7 @@ bool runFuse(CompileState& s) {
     } else if (reduction && tiling && readInReduction && isTileableContraction(p.body, pt.dtype, convTiled)) {
       d.reason = "not fused: a contraction read inside its reader's reduction would not be tiled; it gets a tiled kernel of its own "
                  "(--no-tile fuses it)";
-    } else if (reduction && tiling && readByTiledEpilogue) {
+    } else if (readByTiledEpilogue) {
       d.reason = "not fused: a reduction read by the epilogue of a contraction that will be tiled would sit beside the contraction's "
                  "loops and keep it untiled; it gets a kernel of its own (--no-tile fuses it)";
     } else if (!reduction && tiling && s.options.fuse == FuseMode::All && readInReduction && readsTileableContraction(g, p.body, convTiled)) {
