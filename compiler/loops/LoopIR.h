@@ -11,10 +11,11 @@
 // [0, extent): that is how a skipped term of a reduction is expressed. Both backends (LLVM and
 // CUDA) start from this IR.
 //
-// The tile pass (TileContractions.h) adds two statements, made only by it: Pack, which copies a
-// block of one operand of a contraction into a kernel-local scratch array, and Tile, a
-// register-blocked contraction tile with its epilogue (docs/ir.md has their exact meaning). A
-// backend that does not handle them runs the pipeline with PipelineOptions::tile off.
+// The tile pass (TileContractions.h) and the register_block and pack transformations
+// (transforms/LoopTransforms.h) add two statements: Pack, which copies a block of one operand of
+// a contraction into a kernel-local scratch array, and Tile, a register-blocked contraction tile
+// with its epilogue (docs/ir.md has their exact meaning). A backend that does not handle them
+// runs the pipeline with PipelineOptions::tile off (and refuses loop transformations).
 #pragma once
 
 #include <cstdint>

@@ -90,26 +90,25 @@ struct Printer {
       case StmtKind::Pack: {
         std::string window = kWindow(s);
         if (s.rowVar >= 0) {
-          out += fmt::format("{}pack s{}[{} < {} in panels of {}][{}] = {}  # {} = {} + 0..{}, clamped below {}\n", pad,
-                             s.scratch, k.varNames[s.rowVar], s.rows, s.cols, window, expr(s.value), k.varNames[s.rowVar],
-                             index(s.rowBase), s.rows - 1, s.rowExtent);
+          out += fmt::format("{}pack s{}[{} < {} in panels of {}][{}] = {}  # {} = {}, clamped below {}\n", pad, s.scratch,
+                             k.varNames[s.rowVar], s.rows, s.cols, window, expr(s.value), k.varNames[s.rowVar],
+                             range(s.rowBase, s.rows), s.rowExtent);
           break;
         }
         std::string padding;
         for (size_t i = 0; i < s.conds.size(); ++i)
           padding += fmt::format("{}0 <= {} < {}", i ? " && " : "", index(s.conds[i].index), s.conds[i].extent);
-        out += fmt::format("{}pack s{}[{}][{} < {}{}] = {}{}  # {} = {} + 0..{}, 0 past {}{}\n", pad, s.scratch, window,
+        out += fmt::format("{}pack s{}[{}][{} < {}{}] = {}{}  # {} = {}, 0 past {}{}\n", pad, s.scratch, window,
                            k.varNames[s.colVar], s.cols, s.rows > 0 && s.rows < s.cols ? fmt::format(" in panels of {}", s.rows) : "",
-                           padding.empty() ? "" : "if " + padding + " then ", expr(s.value), k.varNames[s.colVar], index(s.colBase),
-                           s.cols - 1, s.colExtent, padding.empty() ? "" : ", 0 where padded");
+                           padding.empty() ? "" : "if " + padding + " then ", expr(s.value), k.varNames[s.colVar],
+                           range(s.colBase, s.cols), s.colExtent, padding.empty() ? "" : ", 0 where padded");
         break;
       }
       case StmtKind::Tile: {
-        bool atZero = s.blockCol.kind == IndexExpr::Kind::Const && s.blockCol.constant == 0;
-        std::string rhs = s.scratch >= 0 ? fmt::format("s{}[{}][{}{}]", s.scratch, k.varNames[s.var],
-                                                       atZero ? "" : index(s.blockCol) + " + ", k.varNames[s.colVar])
+        std::string rhs = s.scratch >= 0 ? fmt::format("s{}[{}][{}{}]", s.scratch, k.varNames[s.var], offset(s.blockCol),
+                                                       k.varNames[s.colVar])
                                          : expr(s.value.args[1]);
-        std::string lhs = s.rowScratch >= 0 ? fmt::format("s{}[{} + {}][{}{}]", s.rowScratch, index(s.blockRow), k.varNames[s.rowVar],
+        std::string lhs = s.rowScratch >= 0 ? fmt::format("s{}[{}{}][{}{}]", s.rowScratch, offset(s.blockRow), k.varNames[s.rowVar],
                                                           k.varNames[s.var], s.rowPackWhole ? " of all" : "")
                                             : expr(s.value.args[0]);
         out += fmt::format("{}tile {}x{}: {} = {} + 0..{} (< {}), {} = {} + 0..{} (< {})\n", pad, s.rows, s.cols,
@@ -126,6 +125,14 @@ struct Printer {
       }
     }
   }
+
+  // "base + " before a variable, nothing when the base is 0.
+  std::string offset(const IndexExpr& base) const {
+    return base.kind == IndexExpr::Kind::Const && base.constant == 0 ? "" : index(base) + " + ";
+  }
+
+  // The n values from `base`: "base + 0..n-1", or "0..n-1" from 0.
+  std::string range(const IndexExpr& base, int64_t n) const { return fmt::format("{}0..{}", offset(base), n - 1); }
 
   std::string kWindow(const Stmt& s) const {
     if (s.kBlock == 0) return fmt::format("{} < {}", k.varNames[s.var], s.extent);

@@ -161,7 +161,7 @@ bool parseCount(const std::string& text, int64_t& out) {
 }
 
 // One step of a `loops` line: `split V F`, `reorder V V...`, `unroll V [F]`, `parallel V|off`,
-// `vectorize V [off]`. Returns the error or empty.
+// `vectorize V [off]`, `register_block I J MR NR`, `pack A|B [V]`. Returns the error or empty.
 std::string parseLoopStep(const std::string& text, LoopStep& step) {
   std::vector<std::string> w = words(text);
   step.text = text;
@@ -191,8 +191,20 @@ std::string parseLoopStep(const std::string& text, LoopStep& step) {
     if (n < 1 || n > 2 || (n == 2 && w[2] != "off")) return fmt::format("'{}': expected 'vectorize VAR' or 'vectorize VAR off'", text);
     step.vars = {w[1]};
     step.on = n == 1;
+  } else if (op == "register_block") {
+    step.kind = LoopStepKind::RegisterBlock;
+    if (n != 4 || !parseCount(w[3], step.rows) || !parseCount(w[4], step.factor) || step.rows < 1 || step.factor < 1)
+      return fmt::format("'{}': expected 'register_block ROWVAR COLVAR MR NR' (tile rows and columns >= 1)", text);
+    step.vars = {w[1], w[2]};
+  } else if (op == "pack") {
+    step.kind = LoopStepKind::Pack;
+    if (n < 1 || n > 2 || (w[1] != "A" && w[1] != "B"))
+      return fmt::format("'{}': expected 'pack A|B' (before the nest) or 'pack A|B VAR' (first in loop VAR)", text);
+    step.operand = w[1][0];
+    if (n == 2) step.vars = {w[2]};
   } else {
-    return fmt::format("unknown loop transformation '{}' (expected split, reorder, unroll, parallel or vectorize)", op);
+    return fmt::format(
+        "unknown loop transformation '{}' (expected split, reorder, unroll, parallel, vectorize, register_block or pack)", op);
   }
   return "";
 }

@@ -57,11 +57,13 @@ bool parseConvMode(const std::string& text, ConvMode& out);
 
 // One loop transformation of a schedule file's `loops` line (docs/scheduling.md, "Loop
 // transformations"); the functions of transforms/LoopTransforms.h apply them.
-enum class LoopStepKind : uint8_t { Split, Reorder, Unroll, Parallel, Vectorize };
+enum class LoopStepKind : uint8_t { Split, Reorder, Unroll, Parallel, Vectorize, RegisterBlock, Pack };
 struct LoopStep {
   LoopStepKind kind = LoopStepKind::Split;
-  std::vector<std::string> vars;  // the loops it names (none: `parallel off`)
-  int64_t factor = 0;             // split and unroll; 0: full unroll
+  std::vector<std::string> vars;  // the loops it names (none: `parallel off`, `pack A`)
+  int64_t factor = 0;             // split and unroll (0: full unroll); register_block's columns
+  int64_t rows = 0;               // register_block's rows
+  char operand = 'B';             // pack: 'A' or 'B'
   bool on = true;                 // vectorize VAR [off]
   std::string text;               // as written, for messages
 };

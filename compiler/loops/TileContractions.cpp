@@ -4,15 +4,12 @@
 
 #include <algorithm>
 
+#include "compiler/loops/Contraction.h"
+#include "compiler/loops/transforms/LoopTransforms.h"
+
 namespace texc::loops {
 
 namespace {
-
-bool loadUses(const Expr& load, int var) {
-  for (const IndexExpr& ix : load.index)
-    if (usesVar(ix, var)) return true;
-  return false;
-}
 
 IndexExpr scaled(int var, int64_t factor) {
   IndexExpr v = IndexExpr::makeVar(var);
@@ -40,170 +37,26 @@ Stmt makeLoop(int var, int64_t extent) {
   return l;
 }
 
-// A contraction found in a kernel: the i loop (whose single statement is the j loop) and the
-// parts of the j loop's body.
-struct Contraction {
-  Stmt* iLoop = nullptr;
-  int i = -1, j = -1, k = -1;
-  int64_t M = 0, N = 0, K = 0;
-  int acc = -1;
-  Expr rowOperand, colOperand;  // A[.., i, k] (no j) and B[.., k, j] (uses j, not i)
-  // Whether B is contiguous in j (j exactly its last index, nowhere else). When it is not (A B^T:
-  // B[j, k]), the micro-kernel cannot read its columns as vectors, so B must be packed.
-  bool colContiguous = true;
-  Stmt store;
-};
-
-bool isF32Load(const LoopProgram& p, const Expr& e) {
-  return e.kind == ExprKind::Load && p.buffers[e.buffer].dtype == DType::F32;
-}
-
-bool sameExpr(const Expr& a, const Expr& b) {
-  if (a.kind != b.kind || a.isBool != b.isBool || a.constant != b.constant || a.var != b.var || a.buffer != b.buffer ||
-      a.acc != b.acc || a.unaryOp != b.unaryOp || a.binaryOp != b.binaryOp || a.builtin != b.builtin ||
-      a.index.size() != b.index.size() || a.args.size() != b.args.size())
-    return false;
-  for (size_t i = 0; i < a.index.size(); ++i)
-    if (!sameIndex(a.index[i], b.index[i])) return false;
-  for (size_t i = 0; i < a.args.size(); ++i)
-    if (!sameExpr(a.args[i], b.args[i])) return false;
-  return true;
-}
-
-void renameVar(IndexExpr& ix, int from, int to) {
-  if (ix.kind == IndexExpr::Kind::Var && ix.var == from) ix.var = to;
-  for (IndexExpr& o : ix.ops) renameVar(o, from, to);
-}
-
-void renameVar(Expr& e, int from, int to) {
-  if (e.kind == ExprKind::VarValue && e.var == from) e.var = to;
-  for (IndexExpr& ix : e.index) renameVar(ix, from, to);
-  for (Expr& a : e.args) renameVar(a, from, to);
-}
-
-void renameAcc(Expr& e, int from, int to) {
-  if (e.kind == ExprKind::AccRead && e.acc == from) e.acc = to;
-  for (Expr& a : e.args) renameAcc(a, from, to);
-}
-
-// One `acc = 0; for k { acc += X * Y }` pair of a j loop's body, starting at body[at].
-const Stmt* sumOfProducts(const std::vector<Stmt>& body, size_t at) {
-  if (at + 1 >= body.size()) return nullptr;
-  const Stmt& init = body[at];
-  const Stmt& kLoop = body[at + 1];
-  if (init.kind != StmtKind::AccInit || init.reduce != ReduceKind::Sum) return nullptr;
-  if (kLoop.kind != StmtKind::Loop || kLoop.body.size() != 1) return nullptr;
-  const Stmt& update = kLoop.body[0];
-  if (update.kind != StmtKind::AccUpdate || update.acc != init.acc || update.reduce != ReduceKind::Sum) return nullptr;
-  return &kLoop;
-}
-
-// Matches `for j { acc = 0; for k { acc += X * Y }; store }` under the loop `iLoop`. Fusion may
-// repeat the same reduction for several uses (matmul + bias + gelu reads it twice): repeats of
-// the first pair, over the same k and the same product, are read as the first accumulator.
-bool match(const LoopProgram& p, Stmt& iLoop, Contraction& c) {
-  if (iLoop.kind != StmtKind::Loop || iLoop.body.size() != 1 || iLoop.body[0].kind != StmtKind::Loop) return false;
-  Stmt& jLoop = iLoop.body[0];
-  if (jLoop.body.size() < 3 || jLoop.body.size() % 2 != 1) return false;
-  const Stmt* first = sumOfProducts(jLoop.body, 0);
-  const Stmt& store = jLoop.body.back();
-  if (!first || store.kind != StmtKind::Store) return false;
-  const Stmt& kLoop = *first;
-  const Stmt& update = kLoop.body[0];
-  Stmt epilogue = store;
-  for (size_t at = 2; at + 1 < jLoop.body.size(); at += 2) {
-    const Stmt* again = sumOfProducts(jLoop.body, at);
-    if (!again || again->extent != kLoop.extent) return false;
-    Expr term = again->body[0].value;
-    renameVar(term, again->var, kLoop.var);  // the same reduction over its own variable
-    if (!sameExpr(term, update.value)) return false;
-    renameAcc(epilogue.value, again->body[0].acc, update.acc);
-  }
-  const Expr& v = update.value;
-  if (v.kind != ExprKind::Binary || v.binaryOp != BinaryOp::Mul) return false;
-  if (!isF32Load(p, v.args[0]) || !isF32Load(p, v.args[1])) return false;
-  int i = iLoop.var, j = jLoop.var, k = kLoop.var;
-  // The column operand reads j and not i; it is contiguous in j when j is exactly its last index
-  // and appears nowhere else (B[k, j]). Any other use of j (B^T: K[j, d]) is read through the
-  // pack, which gathers it into contiguous panels.
-  auto isColumn = [&](const Expr& e) { return loadUses(e, j) && !loadUses(e, i); };
-  auto contiguousInJ = [&](const Expr& e) {
-    const IndexExpr& last = e.index.back();
-    if (last.kind != IndexExpr::Kind::Var || last.var != j) return false;
-    for (size_t d = 0; d + 1 < e.index.size(); ++d)
-      if (usesVar(e.index[d], j)) return false;
-    return true;
-  };
-  auto isRow = [&](const Expr& e) { return !loadUses(e, j); };
-  if (isRow(v.args[0]) && isColumn(v.args[1])) {
-    c.rowOperand = v.args[0];
-    c.colOperand = v.args[1];
-  } else if (isRow(v.args[1]) && isColumn(v.args[0])) {
-    c.rowOperand = v.args[1];
-    c.colOperand = v.args[0];
-  } else {
-    return false;
-  }
-  c.colContiguous = contiguousInJ(c.colOperand);
-  c.iLoop = &iLoop;
-  c.i = i;
-  c.j = j;
-  c.k = k;
-  c.M = iLoop.extent;
-  c.N = jLoop.extent;
-  c.K = kLoop.extent;
-  c.acc = update.acc;
-  c.store = std::move(epilogue);
-  return true;
-}
-
 // Finds the contraction in the chain of single-statement loops that starts at `body`.
 Stmt* findContraction(const LoopProgram& p, std::vector<Stmt>& body, Contraction& c, bool& outermost) {
   outermost = true;
   std::vector<Stmt>* level = &body;
   while (level->size() == 1 && (*level)[0].kind == StmtKind::Loop) {
     Stmt& l = (*level)[0];
-    if (match(p, l, c)) return &l;
+    if (matchContraction(p, l, c)) return &l;
     level = &l.body;
     outermost = false;
   }
   return nullptr;
 }
 
-Stmt makePack(const Contraction& c, int scratch, const TileSchedule& s, int kBlockVar) {
-  Stmt pack;
-  pack.kind = StmtKind::Pack;
-  pack.var = c.k;
-  pack.extent = c.K;
-  pack.scratch = scratch;
-  if (kBlockVar >= 0) {
-    pack.kBlock = s.kc;
-    pack.kBase = scaled(kBlockVar, s.kc);
-  }
-  return pack;
-}
-
-// The micro-kernel statement of contraction `c` under schedule `s`: an mr x nr tile of the
-// product, reading the packed scratch (-1: in place), over k block `kb` when k is blocked. The
-// caller places it (row and column bases, the blocks it reads).
-Stmt makeTile(const Contraction& c, const TileSchedule& s, int rowPack, int colPack, int kb) {
-  Stmt tile;
-  tile.kind = StmtKind::Tile;
-  tile.var = c.k;
-  tile.extent = c.K;
-  tile.rowVar = c.i;
-  tile.colVar = c.j;
-  tile.rows = s.mr;
-  tile.cols = s.nr;
-  tile.rowExtent = c.M;
-  tile.colExtent = c.N;
-  tile.acc = c.acc;
-  tile.value.kind = ExprKind::Binary;
-  tile.value.binaryOp = BinaryOp::Mul;
-  tile.value.args = {c.rowOperand, c.colOperand};
-  tile.body.push_back(c.store);
-  tile.scratch = colPack;
-  tile.rowScratch = rowPack;
+// The register tile of `c` under schedule `s` (transforms/RegisterBlock.cpp), reading the packed
+// scratch (-1: in place), over k block `kb` when k is blocked. The caller places it (row and
+// column bases, the blocks it reads).
+Stmt tileOf(const Contraction& c, const TileSchedule& s, int rowScratch, int colScratch, int kb) {
+  Stmt tile = registerTile(c, s.mr, s.nr);
+  tile.scratch = colScratch;
+  tile.rowScratch = rowScratch;
   if (kb >= 0) {
     tile.kBlock = s.kc;
     tile.kBase = scaled(kb, s.kc);
@@ -228,42 +81,25 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
     k.scratchSizes.push_back(n);
     return static_cast<int>(k.scratchSizes.size()) - 1;
   };
-  int rowPack = s.packA ? newScratch(s.mc * window) : -1;
-  int colPack = s.pack ? newScratch(window * packCols) : -1;
+  int rowScratch = s.packA ? newScratch(s.mc * window) : -1;
+  int colScratch = s.pack ? newScratch(window * packCols) : -1;
 
-  Stmt tile = makeTile(c, s, rowPack, colPack, kb);
+  Stmt tile = tileOf(c, s, rowScratch, colScratch, kb);
   tile.rowBase = sum(scaled(ic, s.mc), scaled(it, s.mr));
   tile.colBase = jc >= 0 ? sum(scaled(jc, s.nc), scaled(jt, s.nr)) : scaled(jt, s.nr);
   if (jc >= 0) tile.blockCol = scaled(jt, s.nr);
   tile.blockRow = scaled(it, s.mr);
+  // With column blocks, B is packed in micro-panels of nr columns; without, one panel at a time.
+  Stmt colPackStmt = s.pack ? columnPack(tile, colScratch, jc >= 0 ? scaled(jc, s.nc) : scaled(jt, s.nr), packCols, jc >= 0 ? s.nr : 0)
+                            : Stmt{};
+  // The A block: packed once per row block (and k block), reused by every column panel.
+  Stmt rowPackStmt = s.packA ? rowPack(tile, rowScratch, scaled(ic, s.mc), s.mc, /*allOfK=*/false) : Stmt{};
 
   Stmt rowTiles = makeLoop(it, s.mc / s.mr);
   rowTiles.body.push_back(std::move(tile));
   Stmt panels = makeLoop(jt, jc >= 0 ? s.nc / s.nr : (c.N + s.nr - 1) / s.nr);
-  Stmt colPackStmt;
-  if (s.pack) {
-    colPackStmt = makePack(c, colPack, s, kb);
-    colPackStmt.colVar = c.j;
-    colPackStmt.colBase = jc >= 0 ? scaled(jc, s.nc) : scaled(jt, s.nr);
-    colPackStmt.cols = packCols;
-    colPackStmt.rows = jc >= 0 ? s.nr : 0;  // micro-panels of nr columns
-    colPackStmt.colExtent = c.N;
-    colPackStmt.value = c.colOperand;
-    if (jc < 0) panels.body.push_back(std::move(colPackStmt));
-  }
+  if (s.pack && jc < 0) panels.body.push_back(std::move(colPackStmt));
   panels.body.push_back(std::move(rowTiles));
-
-  // The A block: packed once per row block (and k block), reused by every column panel.
-  Stmt rowPackStmt;
-  if (s.packA) {
-    rowPackStmt = makePack(c, rowPack, s, kb);
-    rowPackStmt.rowVar = c.i;
-    rowPackStmt.rowBase = scaled(ic, s.mc);
-    rowPackStmt.rows = s.mc;
-    rowPackStmt.cols = s.mr;
-    rowPackStmt.rowExtent = c.M;
-    rowPackStmt.value = c.rowOperand;
-  }
 
   if (s.columnsOuter && jc >= 0 && kb >= 0 && s.pack && s.packA) {
     // Column blocks outermost (BLIS's order): each B block is packed once, and the A blocks are
@@ -579,28 +415,23 @@ void tileImplicitGemm(Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
   const int jt = newVar(k.varNames[c.j] + "_t");
   const int it = newVar(k.varNames[c.i] + "_t");
   const int64_t window = s.kc > 0 ? s.kc : c.K;
-  const int rowPack = newScratch(rowsPacked * c.K);
-  const int colPack = newScratch(window * s.nc);
+  const int rowScratch = newScratch(rowsPacked * c.K);
+  const int colScratch = newScratch(window * s.nc);
 
-  Stmt tile = makeTile(c, s, rowPack, colPack, kb);
+  Stmt tile = tileOf(c, s, rowScratch, colScratch, kb);
   tile.rowBase = scaled(it, s.mr);
   tile.colBase = sum(scaled(jc, s.nc), scaled(jt, s.nr));
   tile.blockCol = scaled(jt, s.nr);
   tile.blockRow = scaled(it, s.mr);
   tile.rowPackWhole = true;
+  Stmt colPackStmt = columnPack(tile, colScratch, scaled(jc, s.nc), s.nc, s.nr);
+  colPackStmt.conds = g.padding;
+  Stmt rowPackStmt = rowPack(tile, rowScratch, IndexExpr::makeConst(0), rowsPacked, /*allOfK=*/true);
   Stmt rowTiles = makeLoop(it, rowsPacked / s.mr);
   rowTiles.body.push_back(std::move(tile));
   Stmt panels = makeLoop(jt, s.nc / s.nr);
   panels.body.push_back(std::move(rowTiles));
 
-  Stmt colPackStmt = makePack(c, colPack, s, kb);
-  colPackStmt.colVar = c.j;
-  colPackStmt.colBase = scaled(jc, s.nc);
-  colPackStmt.cols = s.nc;
-  colPackStmt.rows = s.nr;
-  colPackStmt.colExtent = c.N;
-  colPackStmt.value = c.colOperand;
-  colPackStmt.conds = g.padding;
   // One column block: per k block, pack the input's block, then run its panels.
   std::vector<Stmt> body;
   if (kb >= 0) {
@@ -636,17 +467,6 @@ void tileImplicitGemm(Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
   Stmt nest = std::move(body[0]);
   k.parallelExtent = nest.parallel ? nest.extent : 0;
 
-  Stmt rowPackStmt;
-  rowPackStmt.kind = StmtKind::Pack;
-  rowPackStmt.var = c.k;
-  rowPackStmt.extent = c.K;
-  rowPackStmt.scratch = rowPack;
-  rowPackStmt.rowVar = c.i;
-  rowPackStmt.rowBase = IndexExpr::makeConst(0);
-  rowPackStmt.rows = rowsPacked;
-  rowPackStmt.cols = s.mr;
-  rowPackStmt.rowExtent = c.M;
-  rowPackStmt.value = c.rowOperand;
   k.body.clear();
   k.body.push_back(std::move(rowPackStmt));
   k.body.push_back(std::move(nest));

@@ -84,8 +84,9 @@ Found findLoop(Kernel& k, const std::string& name) {
 
 std::string checkTransformable(const Kernel& k) {
   if (holdsBlockStatements(k.body))
-    return fmt::format("kernel {} was tiled by the tile pass (pack and tile statements); its loops can be transformed "
-                       "only untiled: add 'tile = off' to the schedule or pass --no-tile",
+    return fmt::format("kernel {} holds register tiles (pack and tile statements, from the tile pass or register_block); "
+                       "its loops can be transformed only before: add 'tile = off' to the schedule (or pass --no-tile) "
+                       "and put the step before register_block",
                        k.name);
   return "";
 }

@@ -9,14 +9,18 @@
 // once per chunk); `vector` only on the innermost loop around a store. docs/scheduling.md ("Loop transformations")
 // has the rules and the schedule-file syntax that applies them (pass schedule-loops).
 //
-// None of them touches a kernel the tile pass rewrote (one holding pack or tile statements):
-// those statements name their loops' variables in ways the transformations do not rewrite.
+// register_block turns a contraction's two output loops into loops over register tiles (a Tile
+// statement, as the tile pass makes), and pack adds Pack statements for such a tile. No other
+// transformation touches a kernel holding pack or tile statements (from the tile pass or from
+// register_block): those statements name their loops' variables in ways the transformations do
+// not rewrite.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "compiler/loops/Contraction.h"
 #include "compiler/loops/LoopIR.h"
 
 namespace texc::loops {
@@ -57,6 +61,37 @@ std::string parallelizeLoop(Kernel& k, const std::string& var);
 // VectorizeLoop.cpp. Sets (on) or clears `var`'s vector mark; set only on the innermost loop
 // around the stores it holds (loops inside it may only carry reductions, as lowering makes them).
 std::string vectorizeLoop(Kernel& k, const std::string& var, bool on);
+
+// RegisterBlock.cpp. The loops `rowLoop` (i) and `colLoop` (j), directly nested in either order,
+// around a contraction (Contraction.h: `acc = 0; for k { acc += A * B }; store`, A not reading
+// j, B reading j and not i, both f32) become
+//   for i_t < ceil(M / mr) { for j_t < ceil(N / nr) { tile mr x nr at (mr * i_t, nr * j_t) } }
+// in the nest's order: the mr x nr block of the output is summed in mr * nr / W vector
+// registers over all of k, then the epilogue (the store) runs for the block's elements inside
+// the extents (a tile past M or N reads clamped rows and masked columns). The outer tile loop
+// keeps the parallel mark; the vector mark goes (the tile is vector code). f32 kernels only.
+constexpr int64_t kMaxTileRows = 16;
+constexpr int64_t kMaxTileColumns = 64;
+std::string registerBlock(const LoopProgram& p, Kernel& k, const std::string& rowLoop, const std::string& colLoop, int64_t mr,
+                          int64_t nr);
+// The Tile statement of `c` with mr x nr accumulators, its bases and scratch left to the caller.
+Stmt registerTile(const Contraction& c, int64_t mr, int64_t nr);
+
+// PackOperand.cpp. For the kernel's one register tile (whole k, no k blocks): copy A (the row
+// operand) or B (the column operand) into a scratch block first in the body of `atLoop` (empty:
+// before the whole nest, once per call), and make the tile read it there. The block is what the
+// tile reads during one iteration of `atLoop`: one tile's rows (columns) when no tile loop of
+// that operand lies inside it, or all the tiles of the one tile loop inside it, laid out in
+// panels of mr rows (nr columns), each panel's k values consecutive. Refused when that is not
+// one loop stepping by whole tiles, when a guard lies between the pack and the tile, or when
+// the operand is packed already.
+enum class PackedOperand : uint8_t { A, B };
+std::string packOperand(Kernel& k, PackedOperand operand, const std::string& atLoop);
+// The Pack statements of `tile`'s operands: B's columns [colBase, +cols) in micro-panels of
+// `panel` columns (0: one panel), A's rows [rowBase, +rows) in panels of the tile's rows, over
+// the tile's k window, or all of k with `allOfK`.
+Stmt columnPack(const Stmt& tile, int scratch, IndexExpr colBase, int64_t cols, int64_t panel);
+Stmt rowPack(const Stmt& tile, int scratch, IndexExpr rowBase, int64_t rows, bool allOfK);
 
 // Shared by the transformations (LoopNest.cpp).
 namespace nest {

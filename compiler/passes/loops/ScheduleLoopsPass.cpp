@@ -11,7 +11,7 @@ namespace texc {
 
 namespace {
 
-std::string applyStep(loops::Kernel& k, const loops::LoopStep& step) {
+std::string applyStep(const loops::LoopProgram& p, loops::Kernel& k, const loops::LoopStep& step) {
   using loops::LoopStepKind;
   switch (step.kind) {
     case LoopStepKind::Split: return loops::splitLoop(k, step.vars[0], step.factor);
@@ -19,6 +19,10 @@ std::string applyStep(loops::Kernel& k, const loops::LoopStep& step) {
     case LoopStepKind::Unroll: return loops::unrollLoop(k, step.vars[0], step.factor);
     case LoopStepKind::Parallel: return loops::parallelizeLoop(k, step.vars.empty() ? "" : step.vars[0]);
     case LoopStepKind::Vectorize: return loops::vectorizeLoop(k, step.vars[0], step.on);
+    case LoopStepKind::RegisterBlock: return loops::registerBlock(p, k, step.vars[0], step.vars[1], step.rows, step.factor);
+    case LoopStepKind::Pack:
+      return loops::packOperand(k, step.operand == 'A' ? loops::PackedOperand::A : loops::PackedOperand::B,
+                                step.vars.empty() ? "" : step.vars[0]);
   }
   return "unknown step";
 }
@@ -52,7 +56,7 @@ bool runScheduleLoops(CompileState& s) {
       return false;
     }
     for (const loops::LoopStep& step : line.steps) {
-      if (std::string err = applyStep(*kernel, step); !err.empty()) {
+      if (std::string err = applyStep(p, *kernel, step); !err.empty()) {
         s.usageError = fmt::format("line {}: loops {}: {}: {}", line.line, line.buffer, step.text, err);
         return false;
       }

@@ -400,8 +400,8 @@ TEST_CASE("loop transforms: a kernel the tile pass rewrote is refused", "[passes
   loops::LoopProgram p = l.loops;
   REQUIRE(loops::printLoopProgram(p).find("tile ") != std::string::npos);
   const std::string refusal =
-      "kernel k0_C was tiled by the tile pass (pack and tile statements); its loops can be transformed only untiled: add "
-      "'tile = off' to the schedule or pass --no-tile";
+      "kernel k0_C holds register tiles (pack and tile statements, from the tile pass or register_block); its loops can be "
+      "transformed only before: add 'tile = off' to the schedule (or pass --no-tile) and put the step before register_block";
   CHECK(loops::splitLoop(p.kernels[0], "j_c", 2) == refusal);
   CHECK(loops::reorderLoops(p.kernels[0], {"j_c", "k_c"}) == refusal);
   CHECK(loops::unrollLoop(p.kernels[0], "j_c", 0) == refusal);
@@ -420,6 +420,178 @@ TEST_CASE("loop transforms: the lecture's steps on an untiled matmul, each compu
   REQUIRE(loops::unrollLoop(k, "i.i", 3) == "");
   CHECK(k.parallelExtent == 3);
   checkSameResults(l, p);
+}
+
+const char* const kMatmulTails = "input A : f32[13, 7]\ninput B : f32[7, 10]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n";
+
+TEST_CASE("loop transforms: register_block turns a contraction's two loops into register tiles", "[passes][transforms]") {
+  Lowered l = lower(kMatmulTails);
+  loops::LoopProgram p = l.loops;
+  loops::Kernel& k = p.kernels[0];
+  // 13 = 2 x 6 + 1 rows, 10 = 8 + 2 columns: the last tile of each loop reaches past the extent.
+  REQUIRE(loops::registerBlock(p, k, "i", "j", 6, 8) == "");
+  CHECK(kernelText(p, 0) ==
+        "kernel k0_C (f32, parallel over 3)\n"
+        "  for i_t < 3 parallel\n"
+        "    for j_t < 2\n"
+        "      tile 6x8: i = 6 * i_t + 0..5 (< 13), j = 8 * j_t + 0..7 (< 10)\n"
+        "        acc0 = sum(k < 7) A[i, k] * B[k, j]  # 6x8 accumulators in registers\n"
+        "        C[i, j] = acc0\n");
+  checkSameResults(l, p);
+
+  // Columns outer: the tile loops keep the nest's order.
+  loops::LoopProgram q = l.loops;
+  REQUIRE(loops::reorderLoops(q.kernels[0], {"j", "i"}) == "");
+  REQUIRE(loops::registerBlock(q, q.kernels[0], "i", "j", 4, 16) == "");
+  CHECK(kernelText(q, 0) ==
+        "kernel k0_C (f32, parallel over 1)\n"
+        "  for j_t < 1 parallel\n"
+        "    for i_t < 4\n"
+        "      tile 4x16: i = 4 * i_t + 0..3 (< 13), j = 16 * j_t + 0..15 (< 10)\n"
+        "        acc0 = sum(k < 7) A[i, k] * B[k, j]  # 4x16 accumulators in registers\n"
+        "        C[i, j] = acc0\n");
+  checkSameResults(l, q);
+}
+
+TEST_CASE("loop transforms: pack copies a register tile's operand into scratch", "[passes][transforms]") {
+  Lowered l = lower(kMatmulTails);
+  SECTION("A per row of tiles, all of B before the nest") {
+    loops::LoopProgram p = l.loops;
+    loops::Kernel& k = p.kernels[0];
+    REQUIRE(loops::registerBlock(p, k, "i", "j", 6, 8) == "");
+    REQUIRE(loops::packOperand(k, loops::PackedOperand::A, "i_t") == "");
+    REQUIRE(loops::packOperand(k, loops::PackedOperand::B, "") == "");
+    CHECK(kernelText(p, 0) ==
+          "kernel k0_C (f32, parallel over 3, scratch s0[42], scratch s1[112])\n"
+          "  pack s1[k < 7][j < 16 in panels of 8] = B[k, j]  # j = 0..15, 0 past 10\n"
+          "  for i_t < 3 parallel\n"
+          "    pack s0[i < 6 in panels of 6][k < 7] = A[i, k]  # i = 6 * i_t + 0..5, clamped below 13\n"
+          "    for j_t < 2\n"
+          "      tile 6x8: i = 6 * i_t + 0..5 (< 13), j = 8 * j_t + 0..7 (< 10)\n"
+          "        acc0 = sum(k < 7) s0[i][k] * s1[k][8 * j_t + j]  # 6x8 accumulators in registers\n"
+          "        C[i, j] = acc0\n");
+    checkSameResults(l, p);
+  }
+  SECTION("B per column of tiles, all of A before the nest") {
+    loops::LoopProgram p = l.loops;
+    loops::Kernel& k = p.kernels[0];
+    REQUIRE(loops::reorderLoops(k, {"j", "i"}) == "");
+    REQUIRE(loops::registerBlock(p, k, "i", "j", 6, 8) == "");
+    REQUIRE(loops::packOperand(k, loops::PackedOperand::B, "j_t") == "");
+    REQUIRE(loops::packOperand(k, loops::PackedOperand::A, "") == "");
+    CHECK(kernelText(p, 0) ==
+          "kernel k0_C (f32, parallel over 2, scratch s0[56], scratch s1[126])\n"
+          "  pack s1[i < 18 in panels of 6][k < 7] = A[i, k]  # i = 0..17, clamped below 13\n"
+          "  for j_t < 2 parallel\n"
+          "    pack s0[k < 7][j < 8] = B[k, j]  # j = 8 * j_t + 0..7, 0 past 10\n"
+          "    for i_t < 3\n"
+          "      tile 6x8: i = 6 * i_t + 0..5 (< 13), j = 8 * j_t + 0..7 (< 10)\n"
+          "        acc0 = sum(k < 7) s1[6 * i_t + i][k] * s0[k][j]  # 6x8 accumulators in registers\n"
+          "        C[i, j] = acc0\n");
+    checkSameResults(l, p);
+  }
+  SECTION("one tile's block at the innermost loop") {
+    loops::LoopProgram p = l.loops;
+    loops::Kernel& k = p.kernels[0];
+    REQUIRE(loops::registerBlock(p, k, "i", "j", 5, 4) == "");
+    REQUIRE(loops::packOperand(k, loops::PackedOperand::B, "j_t") == "");
+    REQUIRE(loops::packOperand(k, loops::PackedOperand::A, "j_t") == "");
+    checkSameResults(l, p);
+  }
+}
+
+TEST_CASE("loop transforms: register_block keeps a fused epilogue", "[passes][transforms]") {
+  Lowered l = lower("input A : f32[9, 6]\ninput B : f32[6, 11]\ninput c : f32[11]\n"
+                    "output C[i, j] = max(sum(k: A[i, k] * B[k, j]) + c[j], 0)\n");
+  loops::LoopProgram p = l.loops;
+  loops::Kernel& k = p.kernels[0];
+  REQUIRE(loops::registerBlock(p, k, "i", "j", 4, 8) == "");
+  REQUIRE(loops::packOperand(k, loops::PackedOperand::B, "") == "");
+  CHECK(kernelText(p, 0) ==
+        "kernel k0_C (f32, parallel over 3, scratch s0[96])\n"
+        "  pack s0[k < 6][j < 16 in panels of 8] = B[k, j]  # j = 0..15, 0 past 11\n"
+        "  for i_t < 3 parallel\n"
+        "    for j_t < 2\n"
+        "      tile 4x8: i = 4 * i_t + 0..3 (< 9), j = 8 * j_t + 0..7 (< 11)\n"
+        "        acc0 = sum(k < 6) A[i, k] * s0[k][8 * j_t + j]  # 4x8 accumulators in registers\n"
+        "        C[i, j] = max((acc0 + c[j]), 0)\n");
+  checkSameResults(l, p);
+}
+
+TEST_CASE("loop transforms: a batched contraction packed per batch", "[passes][transforms]") {
+  Lowered l = lower("input P : f32[3, 11, 5]\ninput Q : f32[3, 5, 9]\noutput R[b, i, j] = sum(k: P[b, i, k] * Q[b, k, j])\n");
+  loops::LoopProgram p = l.loops;
+  loops::Kernel& k = p.kernels[0];
+  REQUIRE(loops::registerBlock(p, k, "i", "j", 4, 8) == "");
+  REQUIRE(loops::packOperand(k, loops::PackedOperand::A, "b") == "");
+  REQUIRE(loops::packOperand(k, loops::PackedOperand::B, "i_t") == "");
+  CHECK(kernelText(p, 0) ==
+        "kernel k0_R (f32, parallel over 3, scratch s0[60], scratch s1[80])\n"
+        "  for b < 3 parallel\n"
+        "    pack s0[i < 12 in panels of 4][k < 5] = P[b, i, k]  # i = 0..11, clamped below 11\n"
+        "    for i_t < 3\n"
+        "      pack s1[k < 5][j < 16 in panels of 8] = Q[b, k, j]  # j = 0..15, 0 past 9\n"
+        "      for j_t < 2\n"
+        "        tile 4x8: i = 4 * i_t + 0..3 (< 11), j = 8 * j_t + 0..7 (< 9)\n"
+        "          acc0 = sum(k < 5) s0[4 * i_t + i][k] * s1[k][8 * j_t + j]  # 4x8 accumulators in registers\n"
+        "          R[b, i, j] = acc0\n");
+  checkSameResults(l, p);
+}
+
+TEST_CASE("loop transforms: register_block and pack refuse what they cannot do", "[passes][transforms]") {
+  Lowered l = lower(kMatmulTails);
+  loops::LoopProgram p = l.loops;
+  loops::Kernel& k = p.kernels[0];
+  const std::string before = kernelText(p, 0);
+  CHECK(loops::registerBlock(p, k, "i", "j", 0, 8) == "the tile's rows must be 1..16, got 0");
+  CHECK(loops::registerBlock(p, k, "i", "j", 6, 65) == "the tile's columns must be 1..64, got 65");
+  CHECK(loops::registerBlock(p, k, "i", "i", 6, 8) == "the row and the column loop must be two different loops");
+  CHECK(loops::registerBlock(p, k, "i", "k", 6, 8) ==
+        "loops i and k are not directly nested (the outer one's body must be exactly the inner one)");
+  CHECK(loops::registerBlock(p, k, "i", "x", 6, 8) == "kernel k0_C has no loop over 'x' (its loops: i, j, k)");
+  CHECK(loops::packOperand(k, loops::PackedOperand::A, "") == "the kernel has no register tile to pack for: apply register_block first");
+  CHECK(kernelText(p, 0) == before);
+
+  // Rows and columns swapped: a tile of C^T = B^T A^T, whose "column" operand A is read lane by
+  // lane (gathered) and whose epilogue stores down C's columns. Legal, only slower.
+  loops::LoopProgram swapped = l.loops;
+  REQUIRE(loops::registerBlock(swapped, swapped.kernels[0], "j", "i", 6, 8) == "");
+  REQUIRE(loops::packOperand(swapped.kernels[0], loops::PackedOperand::A, "") == "");
+  checkSameResults(l, swapped);
+
+  REQUIRE(loops::registerBlock(p, k, "i", "j", 6, 8) == "");
+  CHECK(loops::packOperand(k, loops::PackedOperand::B, "x") == "kernel k0_C has no loop over 'x' (its loops: i_t, j_t)");
+  REQUIRE(loops::packOperand(k, loops::PackedOperand::B, "i_t") == "");
+  CHECK(loops::packOperand(k, loops::PackedOperand::B, "j_t") == "B is already packed");
+  // Once tiled, the other transformations leave the kernel alone.
+  CHECK(loops::splitLoop(k, "j_t", 2).find("holds register tiles") != std::string::npos);
+
+  Lowered e = lower(kElementwise);
+  loops::LoopProgram q = e.loops;
+  CHECK(loops::registerBlock(q, q.kernels[0], "i", "j", 6, 8) ==
+        "the body of loops i and j is not a contraction 'acc = 0; for k { acc += A * B }; store', A (f32) not reading j and "
+        "B (f32) reading j but not i");
+  Lowered d = lower("input A : f64[4, 3]\ninput B : f64[3, 5]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n");
+  loops::LoopProgram r = d.loops;
+  CHECK(loops::registerBlock(r, r.kernels[0], "i", "j", 2, 4) == "the register tile is written for f32 kernels; this kernel computes in f64");
+}
+
+TEST_CASE("loop transforms: pack refuses a k-blocked tile and a guard between pack and tile", "[passes][transforms]") {
+  // The tile pass's tile over k blocks: its packs live inside the k block loop.
+  Lowered t = lower("input A : f32[64, 1024]\ninput B : f32[1024, 64]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n", true);
+  loops::LoopProgram p = t.loops;
+  REQUIRE(loops::printLoopProgram(p).find("k in [") != std::string::npos);
+  CHECK(loops::packOperand(p.kernels[0], loops::PackedOperand::A, "") ==
+        "the tile sums over k blocks (the tile pass's kc); its packs are the tile pass's");
+
+  Lowered l = lower("input P : f32[5, 11, 5]\ninput Q : f32[5, 5, 9]\noutput R[b, i, j] = sum(k: P[b, i, k] * Q[b, k, j])\n");
+  loops::LoopProgram q = l.loops;
+  loops::Kernel& k = q.kernels[0];
+  REQUIRE(loops::splitLoop(k, "b", 2) == "");  // 5 = 2 x 2 + 1: a guard under b.i
+  REQUIRE(loops::registerBlock(q, k, "i", "j", 4, 8) == "");
+  CHECK(loops::packOperand(k, loops::PackedOperand::A, "b.o") == "a guard lies between the pack and the tile; pack inside it");
+  REQUIRE(loops::packOperand(k, loops::PackedOperand::A, "i_t") == "");
+  checkSameResults(l, q);
 }
 
 TEST_CASE("schedule files: loops lines", "[passes][transforms][schedule]") {
@@ -460,8 +632,22 @@ TEST_CASE("schedule files: loops lines", "[passes][transforms][schedule]") {
   CHECK(error("loops Y: vectorize j on\n") ==
         "line 1: loops Y: 'vectorize j on': expected 'vectorize VAR' or 'vectorize VAR off'");
   CHECK(error("loops Y: tile j 4\n") ==
-        "line 1: loops Y: unknown loop transformation 'tile' (expected split, reorder, unroll, parallel or vectorize)");
+        "line 1: loops Y: unknown loop transformation 'tile' (expected split, reorder, unroll, parallel, vectorize, register_block or pack)");
   CHECK(error("loops Y: split j 4;; unroll j.i\n") == "line 1: loops Y: empty step (two ';' in a row?)");
+  CHECK(error("loops C: register_block i j 6\n") ==
+        "line 1: loops C: 'register_block i j 6': expected 'register_block ROWVAR COLVAR MR NR' (tile rows and columns >= 1)");
+  CHECK(error("loops C: pack C\n") ==
+        "line 1: loops C: 'pack C': expected 'pack A|B' (before the nest) or 'pack A|B VAR' (first in loop VAR)");
+
+  loops::ScheduleOverrides t;
+  REQUIRE(loops::parseScheduleText("loops C: register_block i j 6 16; pack A i_t; pack B\n", t) == "");
+  REQUIRE(t.loops.size() == 1);
+  const auto& r = t.loops[0].steps;
+  REQUIRE(r.size() == 3);
+  CHECK((r[0].kind == loops::LoopStepKind::RegisterBlock && r[0].vars == std::vector<std::string>{"i", "j"} && r[0].rows == 6 &&
+         r[0].factor == 16));
+  CHECK((r[1].kind == loops::LoopStepKind::Pack && r[1].operand == 'A' && r[1].vars == std::vector<std::string>{"i_t"}));
+  CHECK((r[2].kind == loops::LoopStepKind::Pack && r[2].operand == 'B' && r[2].vars.empty()));
 }
 
 TEST_CASE("schedule-loops: the pass applies the lines and stops on a step it cannot apply", "[passes][transforms][schedule]") {
@@ -493,6 +679,12 @@ TEST_CASE("schedule-loops: the pass applies the lines and stops on a step it can
 namespace texc::passtest {
 namespace {
 
+bool holdsTile(const std::vector<loops::Stmt>& stmts) {
+  for (const loops::Stmt& s : stmts)
+    if (s.kind == loops::StmtKind::Tile || holdsTile(s.body)) return true;
+  return false;
+}
+
 // Every loop variable printed in `stmts`, in order (with repeats after unrolling).
 void loopNames(const loops::Kernel& k, const std::vector<loops::Stmt>& stmts, std::vector<std::string>& out) {
   for (const loops::Stmt& s : stmts) {
@@ -504,13 +696,15 @@ void loopNames(const loops::Kernel& k, const std::vector<loops::Stmt>& stmts, st
 }  // namespace
 
 // Random sequences of steps on kernels of several kinds (padding guards, softmax's fused row
-// passes, a matmul, a whole-tensor reduction): a step either applies and the program verifies,
+// passes, a matmul and a batched one, a whole-tensor reduction), register blocking and packing
+// among them: a step either applies and the program verifies,
 // or is refused and the kernel is exactly as it was; at the end the program computes what it
 // computed before (reordered reductions to rounding).
 TEST_CASE("loop transforms: random sequences of steps keep the program valid and its results", "[passes][transforms]") {
   const char* const programs[] = {
       kElementwise,
       "input A : f32[9, 6]\ninput B : f32[6, 11]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n",
+      "input P : f32[3, 7, 5]\ninput Q : f32[3, 5, 10]\noutput R[b, i, j] = sum(k: P[b, i, k] * Q[b, k, j])\n",
       "input x : f32[16]\ninput w : f32[5]\noutput same[i < 16] = sum(k: x[i + k - 2] * w[k])\n",
       "input x : f32[7, 12]\nm[i] = max(j: x[i, j])\ne[i, j] = exp(x[i, j] - m[i])\n"
       "output sm[i, j] = e[i, j] / sum(k: e[i, k])\n",
@@ -521,7 +715,7 @@ TEST_CASE("loop transforms: random sequences of steps keep the program valid and
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     return (state >> 33) % n;
   };
-  int applied = 0, refused = 0;
+  int applied = 0, refused = 0, blocked = 0, packed = 0;
   for (const char* text : programs) {
     Lowered l = lower(text);
     for (int trial = 0; trial < 20; ++trial) {
@@ -532,10 +726,15 @@ TEST_CASE("loop transforms: random sequences of steps keep the program valid and
         std::vector<std::string> names;
         loopNames(k, k.body, names);
         if (names.empty()) continue;
-        const std::string v = names[next(names.size())];
+        const size_t at = next(names.size());
+        const std::string v = names[at];
         const std::string before = loops::printLoopProgram(p);
         std::string err;
-        switch (next(6)) {
+        // register_block and pack twice as likely as the others: they apply to fewer kernels.
+        // On a register-blocked kernel only pack may apply: draw it half the time there.
+        const uint64_t draw = next(10);
+        const uint64_t kind = draw == 7 ? 5 : draw == 8 || (holdsTile(k.body) && draw % 2 == 0) ? 6 : draw;
+        switch (kind) {
           case 0: err = loops::splitLoop(k, v, 1 + static_cast<int64_t>(next(6))); steps += "split " + v + "; "; break;
           case 1: {
             std::vector<std::string> order = {names[next(names.size())], v};
@@ -547,11 +746,27 @@ TEST_CASE("loop transforms: random sequences of steps keep the program valid and
           case 2: err = loops::unrollLoop(k, v, next(3) == 0 ? 0 : 2 + static_cast<int64_t>(next(3))); steps += "unroll " + v + "; "; break;
           case 3: err = loops::parallelizeLoop(k, next(4) == 0 ? "" : v); steps += "parallel " + v + "; "; break;
           case 4: err = loops::vectorizeLoop(k, v, next(2) == 0); steps += "vectorize " + v + "; "; break;
+          case 5: {
+            // Mostly the loop just inside v (the pair register_block wants), sometimes any.
+            const std::string col = next(4) != 0 && at + 1 < names.size() ? names[at + 1] : names[next(names.size())];
+            err = loops::registerBlock(p, k, v, col, 1 + static_cast<int64_t>(next(7)), 1 + static_cast<int64_t>(next(17)));
+            steps += "register_block " + v + " " + col + "; ";
+            break;
+          }
+          case 6: {
+            const bool a = next(2) == 0;
+            const std::string at = next(3) == 0 ? "" : v;
+            err = loops::packOperand(k, a ? loops::PackedOperand::A : loops::PackedOperand::B, at);
+            steps += std::string("pack ") + (a ? "A " : "B ") + at + "; ";
+            break;
+          }
           default: continue;
         }
         INFO(text << "\nsteps: " << steps << "\n" << err);
         if (err.empty()) {
           ++applied;
+          blocked += kind == 5;
+          packed += kind == 6;
           std::vector<std::string> problems = loops::verifyLoopProgram(p);
           for (const std::string& problem : problems) FAIL_CHECK(problem);
         } else {
@@ -566,6 +781,8 @@ TEST_CASE("loop transforms: random sequences of steps keep the program valid and
   // Both outcomes happen often enough for the test to mean something.
   CHECK(applied > 100);
   CHECK(refused > 50);
+  CHECK(blocked > 5);
+  CHECK(packed > 5);
 }
 
 }  // namespace texc::passtest

@@ -1,0 +1,40 @@
+// A contraction as the tile pass and the register_block transformation find it in a lowered
+// kernel: the nest
+//
+//   for i { for j { acc = 0; for k { acc += X * Y }; store(acc) } }
+//
+// where one operand (the row operand, A) does not read j and the other (the column operand, B)
+// reads j but not i. Lowering produces this nest for `C[i, j] = sum(k: A[i, k] * B[k, j])` and
+// for its batched and fused forms (an epilogue after the sum, repeated sums fusion duplicated).
+#pragma once
+
+#include <cstdint>
+
+#include "compiler/loops/LoopIR.h"
+
+namespace texc::loops {
+
+// A contraction found in a kernel: the i loop (whose single statement is the j loop) and the
+// parts of the j loop's body. `store` is the epilogue: the store that reads acc.
+struct Contraction {
+  Stmt* iLoop = nullptr;
+  int i = -1, j = -1, k = -1;
+  int64_t M = 0, N = 0, K = 0;
+  int acc = -1;
+  Expr rowOperand, colOperand;  // A[.., i, k] (no j) and B[.., k, j] (uses j, not i)
+  // Whether B is contiguous in j (j exactly its last index, nowhere else). When it is not (A B^T:
+  // B[j, k]), the micro-kernel cannot read its columns as vectors, so B must be packed.
+  bool colContiguous = true;
+  Stmt store;
+};
+
+// Whether `iLoop` is the i loop of a contraction (its body exactly the j loop); fills `c`.
+bool matchContraction(const LoopProgram& p, Stmt& iLoop, Contraction& c);
+
+// Whether the load `load` reads variable `var` in one of its indices.
+bool loadUses(const Expr& load, int var);
+
+// Whether `e` is a load of an f32 buffer.
+bool isF32Load(const LoopProgram& p, const Expr& e);
+
+}  // namespace texc::loops
