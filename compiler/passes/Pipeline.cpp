@@ -18,6 +18,7 @@ const char* const kPipeline[] = {
     "lower-to-loops",   // graph -> loop nests
     "tile",             // on the loop nests, with the fused epilogues already inside them
     "fuse-row-passes",  // needs the reductions placed in their rows, which lowering does
+    "sink-unit-loops",  // after the rewrites that match nests as lowered; before the user's steps, which name its result
     "schedule-loops",   // the user's loop transformations, after every automatic rewrite of the nests they name
     "split-borders",    // last loop rewrite: the guards it drops are the ones lowering, tiling and the user's steps left
     "plan-memory",      // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)

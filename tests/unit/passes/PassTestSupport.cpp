@@ -327,6 +327,19 @@ LoweredLoops lowerToLoops(const std::string& name, const std::string& text, bool
   return {*s->state().graph, *s->state().loops};
 }
 
+LoweredLoops lowerOnly(const std::string& name, const std::string& text) {
+  std::unique_ptr<Session> s = startSession(inlineProgram(name, text));
+  std::vector<const PassInfo*> passes;
+  for (const PassInfo* p : buildPipeline(Stage::Loops)) {
+    passes.push_back(p);
+    if (std::string(p->name) == "lower-to-loops") break;
+  }
+  bool ok = s->runThroughPassManager(passes, Instrumentation{});
+  INFO(s->failure());
+  REQUIRE(ok);
+  return {*s->state().graph, *s->state().loops};
+}
+
 std::vector<std::vector<double>> interpretOnRandomInputs(const LoweredLoops& l, const loops::LoopProgram& lp, uint64_t seed) {
   std::vector<RefTensor> inputs = randomInputs(l.graph, seed, 0);
   std::vector<std::vector<double>> buffers(lp.buffers.size());

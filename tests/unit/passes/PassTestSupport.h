@@ -119,6 +119,10 @@ struct LoweredLoops {
 // unless `splitBorders`, so that tests of a loop pass start from the lowered nests.
 LoweredLoops lowerToLoops(const std::string& name, const std::string& text, bool splitBorders = false);
 
+// The loop program exactly as the lower-to-loops pass leaves it (no loop pass after it): what the
+// tile pass receives in the pipeline.
+LoweredLoops lowerOnly(const std::string& name, const std::string& text);
+
 // Runs `lp` (a rewrite of l.loops) under the loop-IR interpreter on the random inputs of `seed`
 // (randomInputs kind 0); fails the test if the interpreter does. Returns every buffer.
 std::vector<std::vector<double>> interpretOnRandomInputs(const LoweredLoops& l, const loops::LoopProgram& lp, uint64_t seed);

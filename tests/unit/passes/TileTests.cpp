@@ -46,7 +46,7 @@ loops::MachineInfo avx2Machine() {
 using Lowered = LoweredLoops;
 
 // The untiled loop program of `text` (and its graph, for inputs and outputs).
-Lowered lower(const std::string& name, const std::string& text) { return lowerToLoops(name, text); }
+Lowered lower(const std::string& name, const std::string& text) { return lowerOnly(name, text); }
 
 std::vector<std::vector<double>> run(const Lowered& l, const loops::LoopProgram& lp, uint64_t seed) {
   return interpretOnRandomInputs(l, lp, seed);
