@@ -83,8 +83,10 @@ Stmt registerTile(const Contraction& c, int64_t mr, int64_t nr);
 // tile reads during one iteration of `atLoop`: one tile's rows (columns) when no tile loop of
 // that operand lies inside it, or all the tiles of the one tile loop inside it, laid out in
 // panels of mr rows (nr columns), each panel's k values consecutive. Refused when that is not
-// one loop stepping by whole tiles, when a guard lies between the pack and the tile, or when
-// the operand is packed already.
+// one loop stepping by whole tiles, when the operand reads the variable of a loop between the
+// pack and the tile (a batch loop: pack inside it), when a guard lies in between, or when the
+// operand is packed already. A block larger than the stack's share goes on the heap (code
+// generation decides).
 enum class PackedOperand : uint8_t { A, B };
 std::string packOperand(Kernel& k, PackedOperand operand, const std::string& atLoop);
 // The Pack statements of `tile`'s operands: B's columns [colBase, +cols) in micro-panels of
