@@ -1,5 +1,7 @@
 #include "compiler/loops/SinkUnitLoops.h"
 
+#include "compiler/loops/transforms/LoopTransforms.h"
+
 namespace texc::loops {
 
 namespace {
@@ -20,7 +22,19 @@ bool sinkOne(Kernel& k) {
     lastUnit = &lastUnit->body[0];
   if (lastUnit->body.size() != 1 || lastUnit->body[0].kind != StmtKind::Loop) return false;
   Stmt& longer = lastUnit->body[0];
-  if (!holdsLoop(longer.body)) return false;  // the innermost loop: the vectorizer's, stays innermost
+  if (!holdsLoop(longer.body)) {
+    // The innermost loop, which the vectorizer widens: it stays innermost and becomes the
+    // parallel loop too (as a rank-1 kernel's only loop is); the unit loops go, their variables
+    // replaced by 0.
+    std::vector<int> units;
+    for (const Stmt* l = top; l != &longer; l = &l->body[0]) units.push_back(l->var);
+    Stmt only = std::move(longer);
+    for (int v : units) nest::substitute(only.body, v, IndexExpr::makeConst(0));
+    only.parallel = true;
+    k.body[0] = std::move(only);
+    k.parallelExtent = k.body[0].extent;
+    return true;
+  }
 
   Stmt moved = std::move(longer);
   lastUnit->body = std::move(moved.body);  // the unit loops now hold what the longer loop held

@@ -8,9 +8,14 @@
 //       for y < 28 ...                    for y < 28 ...
 //
 // Always legal: a loop of one iteration commutes with the loops it is perfectly nested with.
-// Only a chain of single-statement loops moves (nothing hoisted between them), and only when the
-// longer loop is not the innermost, vectorised one (moving it outward would leave the store's
-// loop of extent 1 for the vectorizer), so [1, N] elementwise kernels stay as they are.
+// Only a chain of single-statement loops moves (nothing hoisted between them). When the longer
+// loop is the innermost one ([1, N] elementwise), which the vectorizer widens, the unit loops go
+// instead (their variables become 0) and it is both the parallel and the vector loop, as a
+// rank-1 kernel's only loop is:
+//
+//   for n < 1 parallel                for j < N parallel vector
+//     for j < N vector         =>       y[0, j] = x[0, j] * 2
+//       y[n, j] = x[n, j] * 2
 #pragma once
 
 #include "compiler/loops/LoopIR.h"

@@ -4,8 +4,10 @@
 //   - the nests it rewrites (a pool over one image, two unit loops in a row, a row-wise kernel
 //     whose row loop holds hoisted reductions), printed, and their outputs through the loop-IR
 //     interpreter bit for bit against the nests as lowered;
-//   - the nests it leaves alone: a longer outer loop, an innermost (vectorised) longer loop, a
-//     unit loop that holds more than the next loop;
+//   - an innermost longer loop ([1, N] elementwise), which stays innermost while the unit loops
+//     go;
+//   - the nests it leaves alone: a longer outer loop, a unit loop that holds more than the next
+//     loop;
 //   - it runs in the pipeline for the cpu target only.
 #include <catch2/catch.hpp>
 
@@ -57,9 +59,15 @@ TEST_CASE("sink-unit-loops: a chain of unit loops moves as a whole; hoisted redu
 TEST_CASE("sink-unit-loops: nests it leaves alone", "[passes][sink]") {
   // The outer loop is longer already.
   CHECK(sunk("input x : f32[4, 1, 6]\noutput y[a, b, c] = x[a, b, c] + 1\n", 0).find("for a < 4 parallel") != std::string::npos);
-  // The longer loop is the innermost, vectorised one: moving it out would leave the store's loop
-  // of extent 1 for the vectorizer.
-  CHECK(sunk("input x : f32[1, 64]\noutput y[a, j] = x[a, j] + 1\n", 0).find("parallel over 1)") != std::string::npos);
+  // A unit loop that holds more than the next loop (the hoisted max of a row of one).
+  CHECK(sunk("input x : f32[1, 64]\noutput y[a, j] = x[a, j] - max(e: x[a, e])\n", 0).find("parallel over 1)") != std::string::npos);
+}
+
+TEST_CASE("sink-unit-loops: an innermost longer loop stays innermost; the unit loops go", "[passes][sink]") {
+  CHECK(sunk("input x : f32[1, 1, 64]\noutput y[a, b, j] = x[a, b, j] * (a + b + 1)\n", 1)
+            .find("kernel k0_y (f32, parallel over 64)\n"
+                  "  for j < 64 parallel vector\n"
+                  "    y[0, 0, j] = (x[0, 0, j] * ((float(0) + float(0)) + 1))\n") != std::string::npos);
 }
 
 TEST_CASE("sink-unit-loops: a row loop that holds its reduction's loop moves out", "[passes][sink]") {
