@@ -17,18 +17,13 @@
 #include "compiler/backend/llvm/LLVMTarget.h"
 #include "compiler/backend/llvm/OrcJIT.h"
 #include "runtime/Buffer.h"
+#include "runtime/CacheDir.h"
 #include "runtime/Timer.h"
 
 namespace texc {
 
 namespace {
 
-std::filesystem::path cachePath() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  std::filesystem::path base = xdg && *xdg ? std::filesystem::path(xdg) : home ? std::filesystem::path(home) / ".cache" : "";
-  return base.empty() ? "" : base / "texc" / "host-model";
-}
 
 // Best of 5 copies of 64 MiB (bytes read + written per second).
 double measureCopyGBs() {
@@ -107,7 +102,7 @@ double measureFmaGflops() {
 
 HardwareModel hostHardwareModel(bool remeasure) {
   HardwareModel hw{"host", 0, 0, 0, ""};
-  std::filesystem::path path = cachePath();
+  std::filesystem::path path = cacheDirectory("host-model");
   if (!remeasure && !path.empty()) {
     std::ifstream in(path);
     if (in >> hw.bandwidthGBs >> hw.peakGflops && hw.bandwidthGBs > 0 && hw.peakGflops > 0) {

@@ -64,7 +64,18 @@ struct CompareOptions {
   std::string target = "cpu";  // cpu or cuda (each variant runs on the GPU)
 };
 
+// texc tune (docs/scheduling.md, "Tuning: texc tune").
+struct TuneOptions {
+  ProgramOptions program;
+  int threads = 0;     // 0: one per core
+  int repeat = 5;      // timed runs per candidate, after a warm-up
+  uint64_t seed = 1;   // random inputs
+  std::string output;  // -o: also (or, without a cache directory, only) write the schedule here
+  bool force = false;  // measure again even when the cache has this program's schedule
+};
+
 int commandCheck(const ProgramOptions& options);
+int commandTune(const TuneOptions& options);
 int commandExplain(const ExplainOptions& options);
 int commandCompare(const CompareOptions& options);
 int commandCompile(const CompileOptions& options);

@@ -93,6 +93,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
 
+  TuneOptions tuneOpts;
+  CLI::App* tune = app.add_subcommand("tune", "time a few tile schedules around the rule; write the fastest as a schedule file (cached)");
+  addProgramOptions(tune, tuneOpts.program, true);
+  tune->add_option("--threads", tuneOpts.threads, "threads to run on (default: one per core)");
+  tune->add_option("--repeat", tuneOpts.repeat, "timed runs per candidate, after one warm-up")->capture_default_str();
+  tune->add_option("--random", tuneOpts.seed, "seed of the random inputs")->capture_default_str();
+  tune->add_option("-o", tuneOpts.output, "also write the schedule file here");
+  tune->add_flag("--force", tuneOpts.force, "measure again even when this program's schedule is cached");
+
   CLI::App* passes = app.add_subcommand("passes", "list the pass pipeline in order");
 
   try {
@@ -119,6 +128,7 @@ int main(int argc, char** argv) {
     if (passes->parsed()) return commandPasses();
     if (explain->parsed()) return commandExplain(explainOpts);
     if (compare->parsed()) return commandCompare(compareOpts);
+    if (tune->parsed()) return commandTune(tuneOpts);
   } catch (const CommandError& e) {
     std::cerr << "texc: error: " << e.message << "\n";
     return e.exitCode;

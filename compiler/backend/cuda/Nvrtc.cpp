@@ -11,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "runtime/CacheDir.h"
 #include "runtime/Timer.h"
 
 namespace texc {
@@ -80,22 +81,6 @@ const Nvrtc& library() {
   return lib;
 }
 
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-std::filesystem::path cacheDir() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  if (xdg && *xdg) return std::filesystem::path(xdg) / "texc" / "ptx";
-  if (home && *home) return std::filesystem::path(home) / ".cache" / "texc" / "ptx";
-  return {};
-}
-
 }  // namespace
 
 bool nvrtcAvailable(std::string* why) {
@@ -151,8 +136,8 @@ PtxResult compileToPtx(const std::string& source, const std::string& name, const
   for (const std::string& o : opts) key += o + "\n";
   key += result.nvrtcVersion + "\n";
   std::filesystem::path cached;
-  if (options.useCache && !cacheDir().empty()) {
-    cached = cacheDir() / fmt::format("{:016x}.ptx", fnv1a(source, fnv1a(key)));
+  if (options.useCache && !cacheDirectory("ptx").empty()) {
+    cached = cacheDirectory("ptx") / fmt::format("{:016x}.ptx", fnv1a(source, fnv1a(key)));
     std::ifstream f(cached, std::ios::binary);
     if (f) {
       std::stringstream ss;
