@@ -45,23 +45,22 @@ std::string settingsLabel(const Settings& s) {
   return out;
 }
 
-// The program as compiled and run: its text, -D values, fusion mode, --conv, threads and host.
+// The program as compiled and run: its text, -D values, -O, fusion mode, --no-plan, --conv,
+// threads and host.
 std::string cacheKey(const TuneOptions& t, const std::string& source, const loops::MachineInfo& m) {
   std::string key = "texc-tune-1\n" + source + "\n";
   std::vector<std::string> defines = t.program.defines;
   std::sort(defines.begin(), defines.end());
   for (const std::string& d : defines) key += "-D " + d + "\n";
-  key += fmt::format("fuse {} conv {} threads {} host {} {} {} {}\n", t.program.fuse, t.program.conv, t.threads, m.vectorFloats,
-                     m.vectorRegisters, m.l1Bytes, m.l2Bytes);
+  key += fmt::format("O{} fuse {} plan {} conv {} threads {} host {} {} {} {}\n", t.program.pipeline.optLevel, t.program.fuse,
+                     !t.program.noPlan, t.program.conv, t.threads, m.vectorFloats, m.vectorRegisters, m.l1Bytes, m.l2Bytes);
   return fmt::format("{:016x}", fnv1a(key));
 }
 
 constexpr double kMinGain = 0.98;  // a change must be 2 % faster than the best so far
 
 // The tensors the candidates run on: one set for all, so that they read and write the same
-// addresses. (With a copy each, where a candidate's buffers happened to fall moved its time by a
-// few per cent: matmul 1024 looked 2.5 % faster with 4x16 tiles than with 6x16 in the tuner,
-// and level in separate runs.)
+// addresses and none is faster or slower for where its buffers fell.
 struct Workspace {
   std::unique_ptr<Compilation> compilation;  // the program and memory plan `memory` refers to
   std::vector<Tensor> tensors;

@@ -50,7 +50,7 @@ namespace {
 // A packed block may be this large; beyond the stack's share, code generation puts it on the heap.
 constexpr int64_t kMaxPackBytes = int64_t{256} << 20;
 
-// The statements from the kernel's top down to its one Tile (loops and guards), or why not.
+// The statements from the kernel's top down to its Tile (loops and guards), and how many tiles it holds.
 struct TilePath {
   std::vector<Stmt*> path;  // enclosing statements, outermost first
   Stmt* tile = nullptr;
