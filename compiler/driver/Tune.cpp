@@ -162,13 +162,13 @@ int commandTune(const TuneOptions& t) {
   if (!t.program.schedulePath.empty()) throw CommandError{kExitUsage, "tune starts from the rule: --schedule is not taken"};
   if (t.program.noTile) throw CommandError{kExitUsage, "tune chooses tile settings: --no-tile leaves nothing to tune"};
 
-  // The contractions the rule tiles; nothing to do without one.
-  CompileRequest loopsRequest = t.program.request(Stage::Loops);
-  loopsRequest.options.threads = t.threads;
-  std::unique_ptr<Compilation> lowered = compileProgram(loopsRequest);
-  if (!lowered->ok) return kExitProgramError;
+  // The rule's program, through the memory plan: it tells which contractions are tiled (nothing
+  // to do without one), and the candidates run in its buffers.
+  Workspace ws;
+  ws.compilation = compileProgram(candidateRequest(t, {}, Stage::Plan));
+  if (!ws.compilation->ok) return kExitProgramError;
   std::vector<std::string> tiled;
-  for (const loops::Kernel& k : lowered->state.loops->kernels)
+  for (const loops::Kernel& k : ws.compilation->state.loops->kernels)
     if (!k.schedule.empty()) tiled.push_back(k.name);
   if (tiled.empty()) {
     std::cout << fmt::format("{}: nothing to tune: no contraction is tiled (the settings apply to tiled contractions only)\n",
@@ -177,7 +177,7 @@ int commandTune(const TuneOptions& t) {
   }
 
   const loops::MachineInfo machine = loops::hostMachineInfo();
-  const std::string key = cacheKey(t, lowered->file->text(), machine);
+  const std::string key = cacheKey(t, ws.compilation->file->text(), machine);
   const std::filesystem::path dir = cacheDirectory("tune");
   const std::filesystem::path cached = dir.empty() ? std::filesystem::path() : dir / (key + ".sched");
   const std::string destination = !t.output.empty() ? t.output : cached.string();
@@ -192,10 +192,7 @@ int commandTune(const TuneOptions& t) {
     return kExitOk;
   }
 
-  // The workspace: the rule's program and memory plan, inputs from --random.
-  Workspace ws;
-  ws.compilation = compileProgram(candidateRequest(t, {}, Stage::Plan));
-  if (!ws.compilation->ok) return kExitProgramError;
+  // Inputs from --random, in the workspace.
   const Program& planned = *ws.compilation->state.graph;
   ws.tensors.resize(planned.tensors.size());
   for (size_t k = 0; k < planned.inputs.size(); ++k) {
