@@ -11,16 +11,6 @@ namespace texc::loops {
 
 namespace {
 
-IndexExpr scaled(int var, int64_t factor) {
-  IndexExpr v = IndexExpr::makeVar(var);
-  if (factor == 1) return v;
-  IndexExpr m;
-  m.kind = IndexExpr::Kind::Mul;
-  m.constant = factor;
-  m.ops.push_back(std::move(v));
-  return m;
-}
-
 IndexExpr sum(IndexExpr a, IndexExpr b) {
   IndexExpr s;
   s.kind = IndexExpr::Kind::Add;
@@ -59,7 +49,7 @@ Stmt tileOf(const Contraction& c, const TileSchedule& s, int rowScratch, int col
   tile.rowScratch = rowScratch;
   if (kb >= 0) {
     tile.kBlock = s.kc;
-    tile.kBase = scaled(kb, s.kc);
+    tile.kBase = nest::affine(s.kc, kb, 0);
   }
   return tile;
 }
@@ -85,15 +75,16 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
   int colScratch = s.pack ? newScratch(window * packCols) : -1;
 
   Stmt tile = tileOf(c, s, rowScratch, colScratch, kb);
-  tile.rowBase = sum(scaled(ic, s.mc), scaled(it, s.mr));
-  tile.colBase = jc >= 0 ? sum(scaled(jc, s.nc), scaled(jt, s.nr)) : scaled(jt, s.nr);
-  if (jc >= 0) tile.blockCol = scaled(jt, s.nr);
-  tile.blockRow = scaled(it, s.mr);
+  tile.rowBase = sum(nest::affine(s.mc, ic, 0), nest::affine(s.mr, it, 0));
+  tile.colBase = jc >= 0 ? sum(nest::affine(s.nc, jc, 0), nest::affine(s.nr, jt, 0)) : nest::affine(s.nr, jt, 0);
+  if (jc >= 0) tile.blockCol = nest::affine(s.nr, jt, 0);
+  tile.blockRow = nest::affine(s.mr, it, 0);
   // With column blocks, B is packed in micro-panels of nr columns; without, one panel at a time.
-  Stmt colPackStmt = s.pack ? columnPack(tile, colScratch, jc >= 0 ? scaled(jc, s.nc) : scaled(jt, s.nr), packCols, jc >= 0 ? s.nr : 0)
+  Stmt colPackStmt = s.pack ? columnPack(tile, colScratch, jc >= 0 ? nest::affine(s.nc, jc, 0) : nest::affine(s.nr, jt, 0), packCols,
+                                          jc >= 0 ? s.nr : 0)
                             : Stmt{};
   // The A block: packed once per row block (and k block), reused by every column panel.
-  Stmt rowPackStmt = s.packA ? rowPack(tile, rowScratch, scaled(ic, s.mc), s.mc, /*allOfK=*/false) : Stmt{};
+  Stmt rowPackStmt = s.packA ? rowPack(tile, rowScratch, nest::affine(s.mc, ic, 0), s.mc, /*allOfK=*/false) : Stmt{};
 
   Stmt rowTiles = makeLoop(it, s.mc / s.mr);
   rowTiles.body.push_back(std::move(tile));
@@ -419,12 +410,12 @@ void tileImplicitGemm(Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
   const int colScratch = newScratch(window * s.nc);
 
   Stmt tile = tileOf(c, s, rowScratch, colScratch, kb);
-  tile.rowBase = scaled(it, s.mr);
-  tile.colBase = sum(scaled(jc, s.nc), scaled(jt, s.nr));
-  tile.blockCol = scaled(jt, s.nr);
-  tile.blockRow = scaled(it, s.mr);
+  tile.rowBase = nest::affine(s.mr, it, 0);
+  tile.colBase = sum(nest::affine(s.nc, jc, 0), nest::affine(s.nr, jt, 0));
+  tile.blockCol = nest::affine(s.nr, jt, 0);
+  tile.blockRow = nest::affine(s.mr, it, 0);
   tile.rowPackWhole = true;
-  Stmt colPackStmt = columnPack(tile, colScratch, scaled(jc, s.nc), s.nc, s.nr);
+  Stmt colPackStmt = columnPack(tile, colScratch, nest::affine(s.nc, jc, 0), s.nc, s.nr);
   colPackStmt.conds = g.padding;
   Stmt rowPackStmt = rowPack(tile, rowScratch, IndexExpr::makeConst(0), rowsPacked, /*allOfK=*/true);
   Stmt rowTiles = makeLoop(it, rowsPacked / s.mr);

@@ -25,6 +25,8 @@
 #include <system_error>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "runtime/Buffer.h"
 #include "runtime/Npy.h"
 
@@ -211,6 +213,15 @@ inline std::vector<double> someValues(size_t count, uint32_t seed) {
     x = static_cast<double>(s >> 8) / static_cast<double>(1u << 23) - 1.0;
   }
   return v;
+}
+
+// Runs `texc ARGS...` and requires that it exits with `status` without crashing.
+inline Result expectStatus(const Sandbox& box, const std::vector<std::string>& args, int status) {
+  Result r = runTexc(box, args);
+  INFO(r.describe());
+  REQUIRE_FALSE(r.crashed);
+  REQUIRE(r.status == status);
+  return r;
 }
 
 inline bool contains(const std::string& haystack, const std::string& needle) {

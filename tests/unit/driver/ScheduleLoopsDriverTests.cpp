@@ -15,14 +15,6 @@ const char* const kProgram =
     "output Y[i, j] = X[i, j] * 2 + b[j]\n"
     "output s[i] = sum(j: X[i, j])\n";
 
-Result expectStatus(const Sandbox& box, const std::vector<std::string>& args, int status) {
-  Result r = runTexc(box, args);
-  INFO(r.describe());
-  REQUIRE_FALSE(r.crashed);
-  REQUIRE(r.status == status);
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("schedule-loops on the command line: --emit loops, --print-after and run", "[driver][transforms]") {

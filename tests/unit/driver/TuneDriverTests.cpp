@@ -16,14 +16,6 @@ const char* const kMatmul =
     "input B : f32[K, N]\n"
     "output C[i, j] = sum(k: A[i, k] * B[k, j])\n";
 
-Result expectStatus(const Sandbox& box, const std::vector<std::string>& args, int status) {
-  Result r = runTexc(box, args);
-  INFO(r.describe());
-  REQUIRE_FALSE(r.crashed);
-  REQUIRE(r.status == status);
-  return r;
-}
-
 std::vector<fs::path> filesIn(const fs::path& dir) {
   std::vector<fs::path> out;
   std::error_code ec;
