@@ -22,4 +22,19 @@ bool sameIndex(const IndexExpr& a, const IndexExpr& b) {
   return true;
 }
 
+namespace {
+void markStores(const std::vector<Stmt>& stmts, std::vector<bool>& out) {
+  for (const Stmt& s : stmts) {
+    if (s.kind == StmtKind::Store) out[s.buffer] = true;
+    markStores(s.body, out);
+  }
+}
+}  // namespace
+
+std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k) {
+  std::vector<bool> out(p.buffers.size(), false);
+  markStores(k.body, out);
+  return out;
+}
+
 }  // namespace texc::loops

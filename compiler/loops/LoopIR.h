@@ -153,6 +153,10 @@ bool usesVar(const IndexExpr& ix, int var);
 // does not use are not compared).
 bool sameIndex(const IndexExpr& a, const IndexExpr& b);
 
+// Which buffers kernel `k` stores to (every Store, tile epilogues included): usually its output
+// alone; a kernel that fuse-into-tiles made writes its intermediate too.
+std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k);
+
 std::string printLoopProgram(const LoopProgram& p);
 
 // Checks structural invariants (variables bound by an enclosing loop, buffers and accumulators in

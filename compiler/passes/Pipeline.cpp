@@ -21,6 +21,7 @@ const char* const kPipeline[] = {
     "sink-unit-loops",  // after the rewrites that match nests as lowered; before the user's steps, which name its result
     "schedule-loops",   // the user's loop transformations, after every automatic rewrite of the nests they name
     "split-borders",    // last loop rewrite: the guards it drops are the ones lowering, tiling and the user's steps left
+    "fuse-into-tiles",  // on the final nests of both kernels: the proof enumerates what they touch
     "plan-memory",      // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
     "codegen-llvm",     // loop IR -> LLVM IR
     "optimize-llvm",    // LLVM's own pipeline for the host

@@ -56,6 +56,7 @@ class KernelGen {
     auto* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, kernelSymbol(k_) + ".body", m_);
     f->addFnAttr(llvm::Attribute::NoUnwind);
     if (opts_.preferWideVectors) f->addFnAttr("prefer-vector-width", "512");
+    const std::vector<bool> stored = loops::buffersStored(p_, k_);
     for (size_t i = 0; i < p_.buffers.size(); ++i) {
       llvm::Argument* a = f->getArg(i);
       a->setName(p_.buffers[i].name);
@@ -64,7 +65,7 @@ class KernelGen {
       a->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
       uint64_t bytes = static_cast<uint64_t>(p_.buffers[i].numElements()) * dtypeBytes(p_.buffers[i].dtype);
       a->addAttr(llvm::Attribute::getWithDereferenceableBytes(ctx_, bytes));
-      if (p_.buffers[i].kind == loops::BufferKind::Input || static_cast<int>(i) != k_.outputBuffer)
+      if (p_.buffers[i].kind == loops::BufferKind::Input || !stored[i])
         a->addAttr(llvm::Attribute::ReadOnly);
       buffers_.push_back(a);
     }

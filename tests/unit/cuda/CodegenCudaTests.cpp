@@ -303,7 +303,7 @@ TEST_CASE("codegen-cuda: the cuda target replaces the LLVM passes in the pipelin
   for (const PassInfo* p : buildPipeline(Stage::CUDA, Target::Cuda)) cuda += std::string(p->name) + " ";
   for (const PassInfo* p : buildPipeline(Stage::LLVM, Target::Cpu)) cpu += std::string(p->name) + " ";
   // tile and split-borders do nothing for cuda
-  CHECK(has(cuda, "lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders plan-memory codegen-cuda "));
+  CHECK(has(cuda, "lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles plan-memory codegen-cuda "));
   CHECK_FALSE(has(cuda, "codegen-llvm"));
   CHECK(has(cpu, "codegen-llvm optimize-llvm "));
   CHECK_FALSE(has(cpu, "codegen-cuda"));

@@ -335,8 +335,8 @@ TEST_CASE("pass manager: the pipeline order and the stages it stops at", "[passe
   CHECK(graph.rfind("parse sema split-ops constant-fold simplify cse dce ", 0) == 0);
   CHECK(graph.size() > 5);
   CHECK(graph.substr(graph.size() - 4) == " dce");
-  CHECK(names(Stage::Loops) == graph + " lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders");
-  CHECK(names(Stage::Plan) == graph + " lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders plan-memory");
+  CHECK(names(Stage::Loops) == graph + " lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles");
+  CHECK(names(Stage::Plan) == graph + " lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles plan-memory");
   for (const PassInfo* p : buildPipeline(Stage::LLVM)) CHECK(findPass(p->name) == p);
   CHECK(findPass("no-such-pass") == nullptr);
 }

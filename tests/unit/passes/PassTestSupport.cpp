@@ -350,4 +350,15 @@ std::vector<std::vector<double>> interpretOnRandomInputs(const LoweredLoops& l, 
   return buffers;
 }
 
+loops::MachineInfo avx2Machine(int threads) {
+  loops::MachineInfo m;
+  m.vectorFloats = 8;
+  m.vectorRegisters = 16;
+  m.l1Bytes = 32 * 1024;
+  m.l2Bytes = 512 * 1024;
+  m.threads = threads;
+  m.source = "test machine";
+  return m;
+}
+
 }  // namespace texc::passtest

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/loops/Schedule.h"
 #include "compiler/passes/Pass.h"
 #include "compiler/passes/PassManager.h"
 #include "compiler/reference/Reference.h"
@@ -126,6 +127,10 @@ LoweredLoops lowerOnly(const std::string& name, const std::string& text);
 // Runs `lp` (a rewrite of l.loops) under the loop-IR interpreter on the random inputs of `seed`
 // (randomInputs kind 0); fails the test if the interpreter does. Returns every buffer.
 std::vector<std::vector<double>> interpretOnRandomInputs(const LoweredLoops& l, const loops::LoopProgram& lp, uint64_t seed);
+
+// A fixed AVX2 machine for the tile pass (8 floats per register, 16 registers, 32 KiB L1, 512 KiB
+// L2), so that tiled nests do not depend on the host.
+loops::MachineInfo avx2Machine(int threads = 4);
 
 // ---- reference runs ----------------------------------------------------------------------------
 

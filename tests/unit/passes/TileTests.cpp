@@ -32,17 +32,6 @@
 namespace texc::passtest {
 namespace {
 
-loops::MachineInfo avx2Machine() {
-  loops::MachineInfo m;
-  m.vectorFloats = 8;
-  m.vectorRegisters = 16;
-  m.l1Bytes = 32 * 1024;
-  m.l2Bytes = 512 * 1024;
-  m.threads = 4;
-  m.source = "test machine";
-  return m;
-}
-
 using Lowered = LoweredLoops;
 
 // The untiled loop program of `text` (and its graph, for inputs and outputs).

@@ -1,0 +1,439 @@
+#include "compiler/loops/FuseIntoTiles.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "compiler/loops/transforms/LoopTransforms.h"
+
+namespace texc::loops {
+
+namespace {
+
+// Elements the proof may visit (writes and reads together) per candidate binding; past it the
+// kernels stay apart rather than slow the compiler down.
+constexpr int64_t kVisitBudget = int64_t(1) << 25;
+
+// Variables of the consumer while its statements are moved: far above any kernel's own ids.
+constexpr int kMovedVar = 1 << 20;
+
+void forEachLoad(const Expr& e, const std::function<void(const Expr&)>& f) {
+  if (e.kind == ExprKind::Load) f(e);
+  for (const Expr& a : e.args) forEachLoad(a, f);
+}
+
+// Which buffers `stmts` load and store.
+void accessesOf(const std::vector<Stmt>& stmts, std::vector<bool>& loads, std::vector<bool>& stores) {
+  for (const Stmt& s : stmts) {
+    auto load = [&](const Expr& e) { loads[e.buffer] = true; };
+    if (s.kind == StmtKind::Store) stores[s.buffer] = true;
+    if (s.kind == StmtKind::Store || s.kind == StmtKind::AccUpdate || s.kind == StmtKind::Pack || s.kind == StmtKind::Tile)
+      forEachLoad(s.value, load);
+    accessesOf(s.body, loads, stores);
+  }
+}
+
+bool holdsKind(const std::vector<Stmt>& stmts, StmtKind kind) {
+  for (const Stmt& s : stmts)
+    if (s.kind == kind || holdsKind(s.body, kind)) return true;
+  return false;
+}
+
+bool storesTo(const std::vector<Stmt>& stmts, int buffer) {
+  for (const Stmt& s : stmts)
+    if ((s.kind == StmtKind::Store && s.buffer == buffer) || storesTo(s.body, buffer)) return true;
+  return false;
+}
+
+// Whether a pack or tile below `stmts` works on a k window that moves with `var`.
+bool kWindowUses(const std::vector<Stmt>& stmts, int var) {
+  for (const Stmt& s : stmts) {
+    if ((s.kind == StmtKind::Pack || s.kind == StmtKind::Tile) && s.kBlock > 0 && usesVar(s.kBase, var)) return true;
+    if (kWindowUses(s.body, var)) return true;
+  }
+  return false;
+}
+
+bool directlyHoldsTile(const std::vector<Stmt>& stmts) {
+  for (const Stmt& s : stmts)
+    if (s.kind == StmtKind::Tile) return true;
+  return false;
+}
+
+// Row-major element number of `index` in `b`, or -1 when it lies outside the buffer.
+int64_t elementOf(const Buffer& b, const std::vector<IndexExpr>& index, const std::vector<int64_t>& vals) {
+  int64_t at = 0;
+  for (size_t d = 0; d < index.size(); ++d) {
+    int64_t i = evalIndex(index[d], vals);
+    if (i < 0 || i >= b.shape[d]) return -1;
+    at = at * b.shape[d] + i;
+  }
+  return at;
+}
+
+// The proof by enumeration: owner[e] is the block that writes element e of T.
+struct Proof {
+  const LoopProgram& p;
+  int T;
+  std::vector<int32_t> owner;
+  int64_t budget = kVisitBudget;
+
+  // Records the elements of T that `stmts` write, as block `block`; false when an element is
+  // written by two blocks, a write hides under a guard, or the budget runs out.
+  bool writes(const std::vector<Stmt>& stmts, std::vector<int64_t>& vals, int32_t block) {
+    for (const Stmt& s : stmts) {
+      switch (s.kind) {
+        case StmtKind::Loop:
+          for (int64_t v = 0; v < s.extent; ++v) {
+            vals[s.var] = v;
+            if (!writes(s.body, vals, block)) return false;
+          }
+          break;
+        case StmtKind::Guard:
+          if (storesTo(s.body, T)) return false;
+          break;
+        case StmtKind::Store:
+          if (s.buffer == T) {
+            int64_t e = elementOf(p.buffers[T], s.index, vals);
+            if (e < 0 || (owner[e] >= 0 && owner[e] != block) || --budget < 0) return false;
+            owner[e] = block;
+          }
+          break;
+        case StmtKind::Tile: {
+          const int64_t i0 = evalIndex(s.rowBase, vals), j0 = evalIndex(s.colBase, vals);
+          for (int64_t r = 0; r < s.rows && i0 + r < s.rowExtent; ++r)
+            for (int64_t c = 0; c < s.cols && j0 + c < s.colExtent; ++c) {
+              vals[s.rowVar] = i0 + r;
+              vals[s.colVar] = j0 + c;
+              if (!writes(s.body, vals, block)) return false;
+            }
+          break;
+        }
+        case StmtKind::Pack:
+        case StmtKind::AccInit:
+        case StmtKind::AccUpdate: break;
+      }
+    }
+    return true;
+  }
+
+  bool readsExpr(const Expr& e, const std::vector<int64_t>& vals, int32_t block) {
+    if (e.kind == ExprKind::Load && e.buffer == T) {
+      int64_t at = elementOf(p.buffers[T], e.index, vals);
+      if (at < 0 || owner[at] != block || --budget < 0) return false;
+    }
+    for (const Expr& a : e.args)
+      if (!readsExpr(a, vals, block)) return false;
+    return true;
+  }
+
+  // Whether every element of T that `stmts` read was written by `block`.
+  bool reads(const std::vector<Stmt>& stmts, std::vector<int64_t>& vals, int32_t block) {
+    for (const Stmt& s : stmts) {
+      switch (s.kind) {
+        case StmtKind::Loop:
+          for (int64_t v = 0; v < s.extent; ++v) {
+            vals[s.var] = v;
+            if (!reads(s.body, vals, block)) return false;
+          }
+          break;
+        case StmtKind::Guard: {
+          bool taken = true;
+          for (const GuardCond& c : s.conds) {
+            int64_t i = evalIndex(c.index, vals);
+            taken = taken && i >= 0 && i < c.extent;
+          }
+          if (taken && !reads(s.body, vals, block)) return false;
+          break;
+        }
+        case StmtKind::Store:
+        case StmtKind::AccUpdate:
+          if (!readsExpr(s.value, vals, block)) return false;
+          break;
+        default: break;
+      }
+    }
+    return true;
+  }
+};
+
+// The producer's block loops: the single loop at its top, and each loop whose body is exactly
+// one loop, down to (not including) a loop whose variable moves a k window or that holds tiles.
+std::vector<Stmt*> blockLoops(Kernel& k) {
+  std::vector<Stmt*> chain;
+  Stmt* top = nullptr;
+  for (Stmt& s : k.body) {
+    if (s.kind == StmtKind::Loop) {
+      if (top) return {};
+      top = &s;
+    } else if (s.kind != StmtKind::Pack) {
+      return {};  // only whole-operand packs may run outside the loops
+    }
+  }
+  for (Stmt* l = top; l;) {
+    if (kWindowUses(l->body, l->var) || directlyHoldsTile(l->body)) break;
+    chain.push_back(l);
+    l = l->body.size() == 1 && l->body[0].kind == StmtKind::Loop ? &l->body[0] : nullptr;
+  }
+  return chain;
+}
+
+// The consumer's perfect nest: its single top loop and each loop that is its parent's only
+// statement.
+std::vector<Stmt*> perfectNest(Kernel& k) {
+  std::vector<Stmt*> nest;
+  if (k.body.size() != 1 || k.body[0].kind != StmtKind::Loop) return nest;
+  for (Stmt* l = &k.body[0];; l = &l->body[0]) {
+    nest.push_back(l);
+    if (l->body.size() != 1 || l->body[0].kind != StmtKind::Loop) break;
+  }
+  return nest;
+}
+
+// Accumulators the statements touch.
+void accsOf(const Expr& e, std::vector<bool>& used) {
+  if (e.kind == ExprKind::AccRead) used[e.acc] = true;
+  for (const Expr& a : e.args) accsOf(a, used);
+}
+void accsOf(const std::vector<Stmt>& stmts, std::vector<bool>& used) {
+  for (const Stmt& s : stmts) {
+    if (s.kind == StmtKind::AccInit || s.kind == StmtKind::AccUpdate) used[s.acc] = true;
+    accsOf(s.value, used);
+    accsOf(s.body, used);
+  }
+}
+
+// A binding: block loop b of the producer drives consumer loop consumerLoop[b] (-1: none, for
+// a block loop of one iteration), as v = q * u + v'.
+struct Binding {
+  std::vector<int> consumerLoop;
+  std::vector<int64_t> q;
+};
+
+void bindings(const std::vector<Stmt*>& blocks, const std::vector<Stmt*>& nest, size_t b, Binding& cur, std::vector<bool>& taken,
+              std::vector<Binding>& out) {
+  if (out.size() >= 64) return;
+  if (b == blocks.size()) {
+    out.push_back(cur);
+    return;
+  }
+  if (blocks[b]->extent == 1) {
+    cur.consumerLoop[b] = -1;
+    cur.q[b] = 1;
+    // A unit block loop may still bind a unit consumer loop (a batch of one): either way holds.
+    bindings(blocks, nest, b + 1, cur, taken, out);
+    return;
+  }
+  for (size_t v = 0; v < nest.size(); ++v) {
+    if (taken[v] || nest[v]->extent % blocks[b]->extent != 0) continue;
+    taken[v] = true;
+    cur.consumerLoop[b] = static_cast<int>(v);
+    cur.q[b] = nest[v]->extent / blocks[b]->extent;
+    bindings(blocks, nest, b + 1, cur, taken, out);
+    taken[v] = false;
+  }
+}
+
+// Whether `bind` is proved: each block's consumer iterations read only what the block wrote.
+bool prove(const LoopProgram& p, const Kernel& P, const Kernel& C, const std::vector<Stmt*>& blocks, const std::vector<Stmt*>& nest,
+           const Binding& bind, int T) {
+  Proof proof{p, T, std::vector<int32_t>(static_cast<size_t>(p.buffers[T].numElements()), -1)};
+  std::vector<int64_t> pv(P.varNames.size(), 0), cv(C.varNames.size(), 0);
+  int64_t blockCount = 1;
+  for (const Stmt* b : blocks) blockCount *= b->extent;
+  if (blockCount > (int64_t(1) << 24)) return false;
+  auto setBlock = [&](int64_t id) {
+    for (size_t b = blocks.size(); b-- > 0;) {
+      pv[blocks[b]->var] = id % blocks[b]->extent;
+      id /= blocks[b]->extent;
+    }
+  };
+  for (int64_t id = 0; id < blockCount; ++id) {
+    setBlock(id);
+    if (!proof.writes(blocks.back()->body, pv, static_cast<int32_t>(id))) return false;
+  }
+  // The consumer's loops, each over the range the block gives it.
+  std::vector<int> boundBy(nest.size(), -1);
+  for (size_t b = 0; b < blocks.size(); ++b)
+    if (bind.consumerLoop[b] >= 0) boundBy[bind.consumerLoop[b]] = static_cast<int>(b);
+  std::function<bool(size_t, int32_t)> walk = [&](size_t d, int32_t block) -> bool {
+    if (d == nest.size()) return proof.reads(nest.back()->body, cv, block);
+    const Stmt& l = *nest[d];
+    int64_t lo = 0, n = l.extent;
+    if (boundBy[d] >= 0) {
+      const int b = boundBy[d];
+      lo = bind.q[b] * pv[blocks[b]->var];
+      n = bind.q[b];
+    }
+    for (int64_t v = lo; v < lo + n; ++v) {
+      cv[l.var] = v;
+      if (!walk(d + 1, block)) return false;
+    }
+    return true;
+  };
+  for (int64_t id = 0; id < blockCount; ++id) {
+    setBlock(id);
+    if (!walk(0, static_cast<int32_t>(id))) return false;
+  }
+  return true;
+}
+
+void renameIndex(IndexExpr& e, const std::function<IndexExpr(int)>& by) {
+  if (e.kind == IndexExpr::Kind::Var) {
+    e = by(e.var);
+    return;
+  }
+  for (IndexExpr& o : e.ops) renameIndex(o, by);
+}
+
+// Gives the consumer's variables the ids kMovedVar + v and its accumulators the ids after the
+// producer's, so that they cannot meet the producer's own.
+void moveIds(std::vector<Stmt>& stmts, int accOffset) {
+  const auto shift = [](int v) { return IndexExpr::makeVar(kMovedVar + v); };
+  std::function<void(Expr&)> expr = [&](Expr& e) {
+    if (e.kind == ExprKind::VarValue && e.index.empty()) e.index.push_back(IndexExpr::makeVar(e.var));
+    for (IndexExpr& ix : e.index) renameIndex(ix, shift);
+    if (e.kind == ExprKind::AccRead) e.acc += accOffset;
+    for (Expr& a : e.args) expr(a);
+  };
+  for (Stmt& s : stmts) {
+    if (s.kind == StmtKind::Loop) s.var += kMovedVar;
+    if (s.kind == StmtKind::AccInit || s.kind == StmtKind::AccUpdate) s.acc += accOffset;
+    for (IndexExpr& ix : s.index) renameIndex(ix, shift);
+    for (GuardCond& c : s.conds) renameIndex(c.index, shift);
+    expr(s.value);
+    moveIds(s.body, accOffset);
+  }
+}
+
+// Moves consumer kernel C into producer P at the end of the innermost block loop's body.
+std::string fuse(Kernel& P, Kernel& C, const std::vector<Stmt*>& blocks, const std::vector<Stmt*>& nest,
+                 const Binding& bind) {
+  std::vector<int> boundBy(nest.size(), -1);
+  for (size_t b = 0; b < blocks.size(); ++b)
+    if (bind.consumerLoop[b] >= 0) boundBy[bind.consumerLoop[b]] = static_cast<int>(b);
+
+  // The consumer's innermost body with moved ids, then wrapped loop by loop from the inside out.
+  std::vector<Stmt> body = nest.back()->body;
+  moveIds(body, P.numAccs);
+  std::vector<std::pair<int, IndexExpr>> replace;  // moved id -> what it becomes in P
+  std::vector<std::string> told;
+  // Inner loops of the consumer's body (its reduction loops) get new variables too.
+  std::function<void(std::vector<Stmt>&)> innerVars = [&](std::vector<Stmt>& stmts) {
+    for (Stmt& s : stmts) {
+      if (s.kind == StmtKind::Loop && s.var >= kMovedVar) {
+        const int moved = s.var;
+        s.var = nest::addVar(P, C.varNames[moved - kMovedVar]);
+        replace.emplace_back(moved, IndexExpr::makeVar(s.var));
+      }
+      innerVars(s.body);
+    }
+  };
+  innerVars(body);
+  for (size_t d = nest.size(); d-- > 0;) {
+    const Stmt& l = *nest[d];
+    const std::string& name = C.varNames[l.var];
+    if (boundBy[d] >= 0 && bind.q[boundBy[d]] == 1) {
+      const Stmt& b = *blocks[boundBy[d]];
+      replace.emplace_back(kMovedVar + l.var, IndexExpr::makeVar(b.var));
+      told.push_back(fmt::format("{} = {}", name, P.varNames[b.var]));
+      continue;  // no loop: the block loop is it
+    }
+    if (boundBy[d] < 0 && l.extent == 1) {
+      replace.emplace_back(kMovedVar + l.var, IndexExpr::makeConst(0));
+      continue;  // a unit loop (a batch of one) needs no loop
+    }
+    Stmt loop;
+    loop.kind = StmtKind::Loop;
+    loop.var = nest::addVar(P, name);
+    loop.vectorize = l.vectorize;
+    loop.scalar = l.scalar;
+    loop.extent = l.extent;
+    if (boundBy[d] >= 0) {
+      const int64_t q = bind.q[boundBy[d]];
+      const int u = blocks[boundBy[d]]->var;
+      loop.extent = q;
+      IndexExpr v;
+      v.kind = IndexExpr::Kind::Add;
+      v.ops = {nest::affine(q, u, 0), IndexExpr::makeVar(loop.var)};
+      replace.emplace_back(kMovedVar + l.var, v);
+      told.push_back(fmt::format("{} = {} * {} + {}", name, q, P.varNames[u], P.varNames[loop.var]));
+    } else {
+      replace.emplace_back(kMovedVar + l.var, IndexExpr::makeVar(loop.var));
+    }
+    loop.body = std::move(body);
+    body.clear();
+    body.push_back(std::move(loop));
+  }
+  for (const auto& [moved, by] : replace) nest::substitute(body, moved, by);
+  P.numAccs += C.numAccs;
+  std::vector<Stmt>& at = blocks.back()->body;
+  for (Stmt& s : body) at.push_back(std::move(s));
+  std::string binding;
+  for (size_t i = told.size(); i-- > 0;) binding += (binding.empty() ? "" : ", ") + told[i];
+  return binding;
+}
+
+}  // namespace
+
+std::vector<TileFusion> fuseIntoTiles(LoopProgram& p) {
+  std::vector<TileFusion> done;
+  for (size_t i = 0; i + 1 < p.kernels.size(); ++i) {
+    Kernel& P = p.kernels[i];
+    Kernel& C = p.kernels[i + 1];
+    const int T = P.outputBuffer, O = C.outputBuffer;
+    if (T < 0 || O < 0 || T == O || p.buffers[T].kind != BufferKind::Temp || !holdsKind(P.body, StmtKind::Tile)) continue;
+    if (!C.scratchSizes.empty() || holdsKind(C.body, StmtKind::Tile) || holdsKind(C.body, StmtKind::Pack)) continue;
+    std::vector<bool> pl(p.buffers.size()), ps(p.buffers.size()), cl(p.buffers.size()), cs(p.buffers.size());
+    accessesOf(P.body, pl, ps);
+    accessesOf(C.body, cl, cs);
+    // P writes T alone and never sees O; C writes O alone, reads T, and never reads O (its
+    // iterations change order).
+    if (std::count(ps.begin(), ps.end(), true) != 1 || !ps[T] || pl[O]) continue;
+    if (std::count(cs.begin(), cs.end(), true) != 1 || !cs[O] || !cl[T] || cl[O]) continue;
+    bool elsewhere = false;
+    for (size_t j = 0; j < p.kernels.size(); ++j) {
+      if (j == i || j == i + 1) continue;
+      std::vector<bool> l(p.buffers.size()), s(p.buffers.size());
+      accessesOf(p.kernels[j].body, l, s);
+      elsewhere = elsewhere || l[T] || s[T];
+    }
+    if (elsewhere) continue;
+    std::vector<Stmt*> blocks = blockLoops(P);
+    std::vector<Stmt*> nest = perfectNest(C);
+    if (blocks.empty() || nest.empty()) continue;
+    // Every accumulator of the consumer starts inside its innermost body, so no value crosses
+    // the iterations that now run in another order.
+    {
+      std::vector<bool> used(static_cast<size_t>(C.numAccs)), init(static_cast<size_t>(C.numAccs));
+      accsOf(nest.back()->body, used);
+      for (const Stmt& s : nest.back()->body)
+        if (s.kind == StmtKind::AccInit) init[s.acc] = true;
+      bool ok = true;
+      for (size_t a = 0; a < used.size(); ++a) ok = ok && (!used[a] || init[a]);
+      if (!ok) continue;
+    }
+    Binding cur{std::vector<int>(blocks.size(), -1), std::vector<int64_t>(blocks.size(), 1)};
+    std::vector<bool> taken(nest.size(), false);
+    std::vector<Binding> candidates;
+    bindings(blocks, nest, 0, cur, taken, candidates);
+    const Binding* proved = nullptr;
+    for (const Binding& b : candidates)
+      if (prove(p, P, C, blocks, nest, b, T)) {
+        proved = &b;
+        break;
+      }
+    if (!proved) continue;
+    TileFusion f{p.buffers[T].name, p.buffers[O].name, ""};
+    f.binding = fuse(P, C, blocks, nest, *proved);
+    P.name += "_" + p.buffers[O].name;
+    P.outputBuffer = O;
+    P.schedule += fmt::format("{}{} fused per block ({}): it reads each block of {} while the block is in cache", P.schedule.empty() ? "" : "; ",
+                              f.consumer, f.binding, f.producer);
+    p.kernels.erase(p.kernels.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    done.push_back(std::move(f));
+  }
+  return done;
+}
+
+}  // namespace texc::loops

@@ -1,0 +1,31 @@
+// fuse-into-tiles: a kernel that reads only what one block of a tiled contraction wrote runs
+// inside that block (FuseIntoTiles.h). The graph's fusion decision for the pair is updated to
+// say so, for `texc explain`.
+#include <fmt/format.h>
+
+#include "compiler/loops/FuseIntoTiles.h"
+#include "compiler/passes/Pass.h"
+
+namespace texc {
+
+bool runFuseIntoTiles(CompileState& s) {
+  // The CUDA backend keeps one kernel per statement; --fuse none|elementwise keep the kernels apart
+  // for comparison.
+  if (s.options.target == Target::Cuda || s.options.fuse != FuseMode::All) return false;
+  std::vector<loops::TileFusion> fused = loops::fuseIntoTiles(*s.loops);
+  for (const loops::TileFusion& f : fused) {
+    std::string reason = fmt::format("fused after tiling (fuse-into-tiles): {} runs inside the tiled nest of {}, one block at a time ({}); one loop kernel, where the tables above count two",
+                                     f.consumer, f.producer, f.binding);
+    bool found = false;
+    for (FusionDecision& d : s.fusionDecisions)
+      if (d.producer == f.producer) {
+        d.fused = true;
+        d.reason = reason;
+        found = true;
+      }
+    if (!found) s.fusionDecisions.push_back({f.producer, f.consumer, true, reason});
+  }
+  return !fused.empty();
+}
+
+}  // namespace texc
