@@ -25,7 +25,8 @@
 // The binding is proved by enumeration: every element of T that C's iterations for a block read
 // must be written by that block and by no other (so the block's values are final, and a thread
 // that runs the block never waits on another). The first binding that passes is used; when none
-// does, the kernels stay apart.
+// does, or when the intermediate has more than 4 M elements (the proof's walk is bounded), the
+// kernels stay apart.
 #pragma once
 
 #include <string>
