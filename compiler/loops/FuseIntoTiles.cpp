@@ -223,6 +223,21 @@ void accsOf(const std::vector<Stmt>& stmts, std::vector<bool>& used) {
   }
 }
 
+// Whether every store of `stmts` names `var` in its index: then iterations of the consumer with
+// different values of a bound loop store different elements, and the blocks, which may run on
+// different threads, never store the same one.
+bool storesUse(const std::vector<Stmt>& stmts, int var) {
+  for (const Stmt& s : stmts) {
+    if (s.kind == StmtKind::Store) {
+      bool uses = false;
+      for (const IndexExpr& ix : s.index) uses = uses || usesVar(ix, var);
+      if (!uses) return false;
+    }
+    if (!storesUse(s.body, var)) return false;
+  }
+  return true;
+}
+
 // A binding: block loop b of the producer drives consumer loop consumerLoop[b] (-1: none, for
 // a block loop of one iteration), as v = q * u + v'.
 struct Binding {
@@ -245,7 +260,7 @@ void bindings(const std::vector<Stmt*>& blocks, const std::vector<Stmt*>& nest, 
     return;
   }
   for (size_t v = 0; v < nest.size(); ++v) {
-    if (taken[v] || nest[v]->extent % blocks[b]->extent != 0) continue;
+    if (taken[v] || nest[v]->extent % blocks[b]->extent != 0 || !storesUse(nest.back()->body, nest[v]->var)) continue;
     taken[v] = true;
     cur.consumerLoop[b] = static_cast<int>(v);
     cur.q[b] = nest[v]->extent / blocks[b]->extent;

@@ -11,6 +11,8 @@
 //     `texc explain` prints says what happened.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include "LoopInterpreter.h"
 #include "PassTestSupport.h"
 #include "compiler/loops/FuseIntoTiles.h"
@@ -113,6 +115,27 @@ TEST_CASE("fuse-into-tiles: what it leaves apart", "[passes][fuse-into-tiles]") 
         "output q[n, k, y, x] = conv[n, k, y, x] * 2\n");
     CHECK(f.fusions.empty());
   }
+}
+
+TEST_CASE("fuse-into-tiles: a consumer whose stores do not name the bound loop stays apart", "[passes][fuse-into-tiles]") {
+  // Blocks run on different threads: if the pool stored every row to row 0, two blocks would
+  // store the same elements. Lowering never makes such a nest; a hand-edited one checks the rule.
+  LoweredLoops l = lowerOnly("fuse-into-tiles", convPool(1, 5, 7, 8, 8, 2, 2));
+  loops::LoopProgram p = l.loops;
+  REQUIRE(loops::tileContractions(p, avx2Machine(2), {}) > 0);
+  loops::sinkUnitLoops(p);
+  loops::LoopProgram unchanged = p;
+  REQUIRE(loops::fuseIntoTiles(unchanged).size() == 1);  // as it is, it fuses
+  REQUIRE(p.kernels.size() == 2);
+  std::function<void(std::vector<loops::Stmt>&)> rowZero = [&](std::vector<loops::Stmt>& stmts) {
+    for (loops::Stmt& st : stmts) {
+      if (st.kind == loops::StmtKind::Store) st.index[2] = IndexExpr::makeConst(0);
+      rowZero(st.body);
+    }
+  };
+  rowZero(p.kernels[1].body);
+  CHECK(loops::fuseIntoTiles(p).empty());
+  CHECK(p.kernels.size() == 2);
 }
 
 TEST_CASE("fuse-into-tiles: in the pipeline, with --fuse=all only, and explained", "[passes][fuse-into-tiles]") {
