@@ -21,7 +21,8 @@
 // perfect nest that stores only its own output and is the only other kernel that touches T. P's
 // outer loops (the single loop at its top, and each one whose body is exactly one loop, down to
 // the first k-block loop or tile loop) are the blocks; each of them with more than one
-// iteration is bound to one of C's loops whose extent is a multiple of it (C's v = q * u + v').
+// iteration is bound to one of C's loops whose extent is a multiple of it (C's v = q * u + v')
+// and which every store of C names (blocks on different threads then store different elements).
 // The binding is proved by enumeration: every element of T that C's iterations for a block read
 // must be written by that block and by no other (so the block's values are final, and a thread
 // that runs the block never waits on another). The first binding that passes is used; when none
