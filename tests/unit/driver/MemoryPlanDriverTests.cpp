@@ -83,5 +83,16 @@ TEST_CASE("plan on the command line: compare runs planned and unplanned variants
   CHECK(countOf(json.out, "\"max_rel_error\": ") == 5);
 }
 
+TEST_CASE("compare: the kernels column counts the kernels that run (a pool fused into a tiled conv is one)", "[driver][compare]") {
+  Sandbox box;
+  // examples/conv_pool.tex at 8 x 8 pixels: the tiled conv's pixel blocks of 16 are row pairs.
+  std::vector<std::string> args = {"compare", (kExamples / "conv_pool.tex").string(), "-D", "C=3", "-D", "K=5",
+                                   "-D", "H=8", "-D", "W=8", "--repeat", "1", "--threads", "1", "--json"};
+  Result json = expectSuccess(box, args);
+  CHECK(contains(json.out, "{\"name\": \"unfused\", \"kernels\": 4,"));
+  CHECK(contains(json.out, "{\"name\": \"elementwise\", \"kernels\": 2,"));
+  CHECK(contains(json.out, "{\"name\": \"fused\", \"kernels\": 1,"));
+}
+
 }  // namespace
 }  // namespace texc::drivertest
