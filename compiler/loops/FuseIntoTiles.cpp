@@ -18,20 +18,9 @@ constexpr int64_t kVisitBudget = int64_t(1) << 22;
 // Variables of the consumer while its statements are moved: far above any kernel's own ids.
 constexpr int kMovedVar = 1 << 20;
 
-void forEachLoad(const Expr& e, const std::function<void(const Expr&)>& f) {
-  if (e.kind == ExprKind::Load) f(e);
-  for (const Expr& a : e.args) forEachLoad(a, f);
-}
-
 // Which buffers `stmts` load and store.
 void accessesOf(const std::vector<Stmt>& stmts, std::vector<bool>& loads, std::vector<bool>& stores) {
-  for (const Stmt& s : stmts) {
-    auto load = [&](const Expr& e) { loads[e.buffer] = true; };
-    if (s.kind == StmtKind::Store) stores[s.buffer] = true;
-    if (s.kind == StmtKind::Store || s.kind == StmtKind::AccUpdate || s.kind == StmtKind::Pack || s.kind == StmtKind::Tile)
-      forEachLoad(s.value, load);
-    accessesOf(s.body, loads, stores);
-  }
+  forEachAccess(stmts, [&](const Expr& e) { loads[e.buffer] = true; }, [&](const Stmt& s) { stores[s.buffer] = true; });
 }
 
 bool holdsKind(const std::vector<Stmt>& stmts, StmtKind kind) {
@@ -41,9 +30,9 @@ bool holdsKind(const std::vector<Stmt>& stmts, StmtKind kind) {
 }
 
 bool storesTo(const std::vector<Stmt>& stmts, int buffer) {
-  for (const Stmt& s : stmts)
-    if ((s.kind == StmtKind::Store && s.buffer == buffer) || storesTo(s.body, buffer)) return true;
-  return false;
+  bool found = false;
+  forEachAccess(stmts, [](const Expr&) {}, [&](const Stmt& s) { found = found || s.buffer == buffer; });
+  return found;
 }
 
 // Whether a pack or tile below `stmts` works on a k window that moves with `var`.

@@ -22,18 +22,35 @@ bool sameIndex(const IndexExpr& a, const IndexExpr& b) {
   return true;
 }
 
-namespace {
-void markStores(const std::vector<Stmt>& stmts, std::vector<bool>& out) {
-  for (const Stmt& s : stmts) {
-    if (s.kind == StmtKind::Store) out[s.buffer] = true;
-    markStores(s.body, out);
+void forEachLoad(const Expr& e, const std::function<void(const Expr&)>& f) {
+  if (e.kind == ExprKind::Load) f(e);
+  for (const Expr& a : e.args) forEachLoad(a, f);
+}
+
+void forEachAccess(const std::vector<Stmt>& body, const std::function<void(const Expr&)>& load,
+                   const std::function<void(const Stmt&)>& store) {
+  for (const Stmt& s : body) {
+    switch (s.kind) {
+      case StmtKind::Loop:
+      case StmtKind::Guard: forEachAccess(s.body, load, store); break;
+      case StmtKind::Store:
+        forEachLoad(s.value, load);
+        store(s);
+        break;
+      case StmtKind::AccUpdate: forEachLoad(s.value, load); break;
+      case StmtKind::AccInit: break;
+      case StmtKind::Pack: forEachLoad(s.value, load); break;
+      case StmtKind::Tile:
+        forEachLoad(s.value, load);
+        forEachAccess(s.body, load, store);
+        break;
+    }
   }
 }
-}  // namespace
 
 std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k) {
   std::vector<bool> out(p.buffers.size(), false);
-  markStores(k.body, out);
+  forEachAccess(k.body, [](const Expr&) {}, [&](const Stmt& s) { out[s.buffer] = true; });
   return out;
 }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -152,6 +153,14 @@ bool usesVar(const IndexExpr& ix, int var);
 // Whether two index expressions are the same expression, node by node (the fields a node's kind
 // does not use are not compared).
 bool sameIndex(const IndexExpr& a, const IndexExpr& b);
+
+// Calls `f` for every Load in `e`.
+void forEachLoad(const Expr& e, const std::function<void(const Expr&)>& f);
+
+// Calls `load` for every Load and `store` for every Store statement under `body`: the operands a
+// Pack or Tile reads (through `value`), and a Tile's epilogue, included.
+void forEachAccess(const std::vector<Stmt>& body, const std::function<void(const Expr&)>& load,
+                   const std::function<void(const Stmt&)>& store);
 
 // Which buffers kernel `k` stores to (every Store, tile epilogues included): usually its output
 // alone; a kernel that fuse-into-tiles made writes its intermediate too.

@@ -16,35 +16,6 @@ int64_t roundUp(int64_t bytes) {
 
 int64_t bufferBytes(const Buffer& b) { return b.numElements() * static_cast<int64_t>(dtypeBytes(b.dtype)); }
 
-void forEachLoad(const Expr& e, const std::function<void(const Expr&)>& f) {
-  if (e.kind == ExprKind::Load) f(e);
-  for (const Expr& a : e.args) forEachLoad(a, f);
-}
-
-// Calls `load` for every Load and `store` for every Store statement under `body`.
-void forEachAccess(const std::vector<Stmt>& body, const std::function<void(const Expr&)>& load,
-                   const std::function<void(const Stmt&)>& store) {
-  for (const Stmt& s : body) {
-    switch (s.kind) {
-      case StmtKind::Loop:
-      case StmtKind::Guard: forEachAccess(s.body, load, store); break;
-      case StmtKind::Store:
-        forEachLoad(s.value, load);
-        store(s);
-        break;
-      case StmtKind::AccUpdate: forEachLoad(s.value, load); break;
-      case StmtKind::AccInit: break;
-      // The tile pass's statements read their operands through `value` (Pack: the operand;
-      // Tile: the product), and a Tile's body is its epilogue.
-      case StmtKind::Pack: forEachLoad(s.value, load); break;
-      case StmtKind::Tile:
-        forEachLoad(s.value, load);
-        forEachAccess(s.body, load, store);
-        break;
-    }
-  }
-}
-
 bool sameIndex(const std::vector<IndexExpr>& a, const std::vector<IndexExpr>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
