@@ -1,5 +1,6 @@
 #include "runtime/Buffer.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -98,6 +99,12 @@ size_t byteSize(const Tensor& tensor) { return byteSize(tensor.type, tensor.shap
 Tensor makeTensor(ElemType type, std::vector<int64_t> shape) {
   size_t bytes = byteSize(type, shape);
   return Tensor{type, std::move(shape), Buffer(bytes)};
+}
+
+Tensor copyTensor(const Tensor& t) {
+  Tensor out = makeTensor(t.type, t.shape);
+  std::copy_n(t.data.data(), t.data.size(), out.data.data());
+  return out;
 }
 
 }  // namespace texc

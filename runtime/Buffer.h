@@ -78,4 +78,7 @@ size_t byteSize(const Tensor& tensor);
 // A zero-filled tensor of the given type and shape.
 Tensor makeTensor(ElemType type, std::vector<int64_t> shape);
 
+// A tensor of its own with `t`'s type, shape and contents (Buffer does not copy implicitly).
+Tensor copyTensor(const Tensor& t);
+
 }  // namespace texc

@@ -9,7 +9,8 @@
 
 namespace texc {
 
-// The cache folder `name` (not created); empty when neither XDG_CACHE_HOME nor HOME is set.
+// The cache entry `name`, a folder or a file (not created); empty when neither XDG_CACHE_HOME nor
+// HOME is set.
 inline std::filesystem::path cacheDirectory(const std::string& name) {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   const char* home = std::getenv("HOME");

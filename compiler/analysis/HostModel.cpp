@@ -24,7 +24,6 @@ namespace texc {
 
 namespace {
 
-
 // Best of 5 copies of 64 MiB (bytes read + written per second).
 double measureCopyGBs() {
   const size_t n = size_t(1) << 24;

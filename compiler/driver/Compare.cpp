@@ -107,11 +107,7 @@ int commandCompare(const CompareOptions& o) {
     if (!cuda)
       exe = CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule), *c->state.loops, opts.pipeline.optLevel);
     std::vector<Tensor> tensors(g.tensors.size());
-    for (size_t k = 0; k < g.inputs.size(); ++k) {
-      const Tensor& in = inputs[k];
-      tensors[g.inputs[k]] = makeTensor(in.type, in.shape);
-      std::copy_n(in.data.data(), in.data.size(), tensors[g.inputs[k]].data.data());
-    }
+    for (size_t k = 0; k < g.inputs.size(); ++k) tensors[g.inputs[k]] = copyTensor(inputs[k]);
     // The resident set before this variant's memory, and while its last run still holds it.
     int64_t rssBefore = residentBytes();
     ProgramMemory memory(g, c->state.memoryPlan ? &*c->state.memoryPlan : nullptr, tensors);

@@ -105,11 +105,7 @@ std::unique_ptr<Candidate> prepare(const TuneOptions& t, const Settings& setting
   c->memory = ws.memory.get();
   if (planText(state) != ws.plan) {
     c->ownTensors.resize(g.tensors.size());
-    for (int id : g.inputs) {
-      const Tensor& in = ws.tensors[id];
-      c->ownTensors[id] = makeTensor(in.type, in.shape);
-      std::copy_n(in.data.data(), in.data.size(), c->ownTensors[id].data.data());
-    }
+    for (int id : g.inputs) c->ownTensors[id] = copyTensor(ws.tensors[id]);
     c->ownMemory = std::make_unique<ProgramMemory>(g, state.memoryPlan ? &*state.memoryPlan : nullptr, c->ownTensors);
     c->memory = c->ownMemory.get();
     tensors = &c->ownTensors;

@@ -446,11 +446,11 @@ std::vector<TileFusion> fuseIntoTiles(LoopProgram& p) {
       for (size_t a = 0; a < used.size(); ++a) ok = ok && (!used[a] || init[a]);
       if (!ok) continue;
     }
+    if (p.buffers[T].numElements() > kVisitBudget) continue;
     Binding cur{std::vector<int>(blocks.size(), -1), std::vector<int64_t>(blocks.size(), 1)};
     std::vector<bool> taken(nest.size(), false);
     std::vector<Binding> candidates;
     bindings(blocks, nest, 0, cur, taken, candidates);
-    if (p.buffers[T].numElements() > kVisitBudget) continue;
     Proof proof{p, T, std::vector<int32_t>(static_cast<size_t>(p.buffers[T].numElements()), -1)};
     if (!recordWrites(proof, P, blocks)) continue;
     const Binding* proved = nullptr;

@@ -172,8 +172,7 @@ void checkEmulatedCuda(const std::string& source, const Variant& v, const Progra
   std::vector<Tensor> tensors(p.tensors.size());
   std::vector<void*> host(p.tensors.size(), nullptr);
   for (size_t k = 0; k < p.inputs.size(); ++k) {
-    tensors[p.inputs[k]] = makeTensor(inputs[k].type, inputs[k].shape);
-    std::memcpy(tensors[p.inputs[k]].data.data(), inputs[k].data.data(), byteSize(inputs[k]));
+    tensors[p.inputs[k]] = copyTensor(inputs[k]);
   }
   for (int id : p.outputs) {
     tensors[id] = makeTensor(elemTypeOf(p.tensors[id].dtype), p.tensors[id].shape);
@@ -199,8 +198,7 @@ void checkVariant(const std::string& source, const Variant& v, const Program& an
   for (int threads : v.threads) {
     std::vector<Tensor> tensors(p.tensors.size());
     for (size_t k = 0; k < p.inputs.size(); ++k) {
-      tensors[p.inputs[k]] = makeTensor(inputs[k].type, inputs[k].shape);
-      std::memcpy(tensors[p.inputs[k]].data.data(), inputs[k].data.data(), byteSize(inputs[k]));
+      tensors[p.inputs[k]] = copyTensor(inputs[k]);
     }
     // The memory the driver gives a run: the planned arena (in-place kernels read their input
     // through the output's pointer), or with --no-plan a buffer per intermediate.

@@ -136,8 +136,9 @@ PtxResult compileToPtx(const std::string& source, const std::string& name, const
   for (const std::string& o : opts) key += o + "\n";
   key += result.nvrtcVersion + "\n";
   std::filesystem::path cached;
-  if (options.useCache && !cacheDirectory("ptx").empty()) {
-    cached = cacheDirectory("ptx") / fmt::format("{:016x}.ptx", fnv1a(source, fnv1a(key)));
+  const std::filesystem::path ptxCache = options.useCache ? cacheDirectory("ptx") : std::filesystem::path();
+  if (!ptxCache.empty()) {
+    cached = ptxCache / fmt::format("{:016x}.ptx", fnv1a(source, fnv1a(key)));
     std::ifstream f(cached, std::ios::binary);
     if (f) {
       std::stringstream ss;

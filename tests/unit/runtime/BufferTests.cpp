@@ -55,6 +55,21 @@ TEST_CASE("buffers move their storage", "[buffer]") {
   CHECK(b.data() == nullptr);
 }
 
+TEST_CASE("copyTensor makes an equal tensor with storage of its own", "[buffer]") {
+  texc::Tensor a = texc::makeTensor(texc::ElemType::F32, {2, 3});
+  float* pa = reinterpret_cast<float*>(a.data.data());
+  for (int i = 0; i < 6; ++i) pa[i] = 0.5f * static_cast<float>(i) - 1.0f;
+  texc::Tensor b = texc::copyTensor(a);
+  CHECK(b.type == a.type);
+  CHECK(b.shape == a.shape);
+  REQUIRE(b.data.size() == a.data.size());
+  CHECK(b.data.data() != a.data.data());
+  const float* pb = reinterpret_cast<const float*>(b.data.data());
+  for (int i = 0; i < 6; ++i) CHECK(pb[i] == pa[i]);
+  pa[0] = 42.0f;  // the copy does not follow the original
+  CHECK(pb[0] == -1.0f);
+}
+
 TEST_CASE("element counts and byte sizes of shapes", "[buffer]") {
   CHECK(numElements(std::vector<int64_t>{}) == 1);
   CHECK(numElements(std::vector<int64_t>{0}) == 0);
