@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
+#include "compiler/target/CpuTarget.h"
+
 namespace texc {
 
 CompileRequest ProgramOptions::request(Stage until) const {
@@ -27,12 +31,30 @@ CompileRequest ProgramOptions::request(Stage until) const {
       throw CommandError{kExitUsage, fmt::format("--conv {}: expected implicit, im2col or direct", conv)};
     r.options.schedule.conv = mode;  // over a schedule file's conv line
   }
+  // An unknown --cpu is a usage error before anything is read (cpuTarget resolves it once).
+  try {
+    (void)cpuTarget(pipeline.cpu);
+  } catch (const std::invalid_argument& e) {
+    throw CommandError{kExitUsage, e.what()};
+  }
   r.instrumentation = instrumentation;
   r.instrumentation.printAfter.insert(printAfter.begin(), printAfter.end());
   r.instrumentation.printBefore.insert(printBefore.begin(), printBefore.end());
   r.timePasses = timePasses;
   r.until = until;
   return r;
+}
+
+void requireHostRuns(const std::string& cpu) {
+  const CpuTarget& target = cpuTarget(cpu);
+  std::vector<std::string> missing = missingHostFeatures(target);
+  if (missing.empty()) return;
+  std::string list;
+  for (const std::string& f : missing) list += (list.empty() ? "" : ", ") + f;
+  throw CommandError{kExitUsage,
+                     fmt::format("--cpu {}: this host ({}) lacks {} of its features: {}; code for it can be emitted "
+                                 "(texc compile --emit llvm|asm|obj|loops) but not run here",
+                                 target.name, cpuTarget("host").name, missing.size(), list)};
 }
 
 int commandCheck(const ProgramOptions& o) {

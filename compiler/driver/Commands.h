@@ -74,12 +74,15 @@ struct TuneOptions {
   bool force = false;  // measure again even when the cache has this program's schedule
 };
 
+// Usage error (exit 2) naming the missing features when the host cannot run code for `cpu`.
+void requireHostRuns(const std::string& cpu);
+
 int commandCheck(const ProgramOptions& options);
 int commandTune(const TuneOptions& options);
 int commandExplain(const ExplainOptions& options);
 int commandCompare(const CompareOptions& options);
 int commandCompile(const CompileOptions& options);
 int commandRun(const RunOptions& options);
-int commandPasses();
+int commandPasses(const std::string& cpu);
 
 }  // namespace texc

@@ -28,6 +28,7 @@ int commandCompare(const CompareOptions& o) {
   bool cuda = o.target == "cuda";
   // The analysed program gives the inputs and the float64 reference.
   std::unique_ptr<Compilation> analysed = compileProgram(o.program.request(Stage::Sema));
+  if (!cuda) requireHostRuns(o.program.pipeline.cpu);
   if (!analysed->ok) return kExitProgramError;
   const Program& sema = *analysed->state.graph;
   std::vector<Tensor> inputs(sema.inputs.size());
@@ -105,7 +106,8 @@ int commandCompare(const CompareOptions& o) {
       throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
     }
     if (!cuda)
-      exe = CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule), *c->state.loops, opts.pipeline.optLevel);
+      exe = CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule), *c->state.loops, opts.pipeline.optLevel,
+                                  cpuTarget(opts.pipeline.cpu));
     std::vector<Tensor> tensors(g.tensors.size());
     for (size_t k = 0; k < g.inputs.size(); ++k) tensors[g.inputs[k]] = copyTensor(inputs[k]);
     // The resident set before this variant's memory, and while its last run still holds it.

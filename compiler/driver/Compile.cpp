@@ -73,7 +73,7 @@ int commandCompile(const CompileOptions& options) {
   if (o.emit == "ptx") {
     bytes = emitPtx(c->state.cuda->source, o.arch, o.program.timePasses);
   } else if (o.emit == "asm" || o.emit == "obj") {
-    auto tm = createHostTargetMachine(o.program.pipeline.optLevel);
+    auto tm = createTargetMachine(cpuTarget(o.program.pipeline.cpu), o.program.pipeline.optLevel);
     bytes = o.emit == "asm" ? emitAssembly(*c->state.llvmModule, *tm) : emitObject(*c->state.llvmModule, *tm);
   } else if (o.emit == "dot") {
     bytes = printGraphDot(*c->state.graph);

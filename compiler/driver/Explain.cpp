@@ -13,6 +13,7 @@
 
 #include "compiler/analysis/Cost.h"
 #include "compiler/analysis/HostModel.h"
+#include "compiler/target/CpuTarget.h"
 #include "compiler/driver/Commands.h"
 #include "compiler/driver/TextTable.h"
 
@@ -101,6 +102,7 @@ int commandExplain(const ExplainOptions& o) {
   std::vector<KernelCost> kf = costOfKernels(*fused->state.graph);
   Totals tu = totals(ku, hw), tf = totals(kf, hw);
 
+  std::cout << "cpu: " << cpuTarget(o.program.pipeline.cpu).describe() << " (--cpu; the tile rule's machine)\n";
   std::cout << fmt::format("hardware model: {} — {:.1f} GB/s, {:.1f} GFLOP/s fp32, {} us launch overhead per kernel\n  ({})\n\n",
                            hw.name, hw.bandwidthGBs, hw.peakGflops, hw.launchOverheadUs, hw.source);
   std::cout << "== dataflow (unfused: one node per operator) ==\n" << dataflowTable(*unfused->state.graph) << "\n";

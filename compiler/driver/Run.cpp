@@ -79,6 +79,7 @@ int commandRun(const RunOptions& o) {
   CompileRequest request = o.program.request(cuda ? Stage::CUDA : Stage::LLVM);
   if (cuda) request.options.target = Target::Cuda;
   request.options.threads = o.threads;  // the tile rule shares row blocks out among them
+  if (!cuda) requireHostRuns(o.program.pipeline.cpu);
   std::unique_ptr<Compilation> c = compileProgram(request);
   if (!c->ok) return kExitProgramError;
   // The GPU is opened before any input is read, so that a machine without one fails at once.
@@ -137,7 +138,7 @@ int commandRun(const RunOptions& o) {
     }
   } else {
     exe = CpuExecutable::load(std::move(c->state.llvmContext), std::move(c->state.llvmModule), *c->state.loops,
-                              o.program.pipeline.optLevel);
+                              o.program.pipeline.optLevel, cpuTarget(o.program.pipeline.cpu));
   }
   double jitMs = jitClock.milliseconds();
   double compileMs = compileClock.milliseconds();

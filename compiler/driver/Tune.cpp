@@ -52,8 +52,9 @@ std::string cacheKey(const TuneOptions& t, const std::string& source, const loop
   std::vector<std::string> defines = t.program.defines;
   std::sort(defines.begin(), defines.end());
   for (const std::string& d : defines) key += "-D " + d + "\n";
-  key += fmt::format("O{} fuse {} plan {} conv {} threads {} host {} {} {} {}\n", t.program.pipeline.optLevel, t.program.fuse,
-                     !t.program.noPlan, t.program.conv, t.threads, m.vectorFloats, m.vectorRegisters, m.l1Bytes, m.l2Bytes);
+  key += fmt::format("O{} fuse {} plan {} conv {} threads {} cpu {} {} {} {} {}\n", t.program.pipeline.optLevel, t.program.fuse,
+                     !t.program.noPlan, t.program.conv, t.threads, cpuTarget(t.program.pipeline.cpu).name, m.vectorFloats,
+                     m.vectorRegisters, m.l1Bytes, m.l2Bytes);
   return fmt::format("{:016x}", fnv1a(key));
 }
 
@@ -110,7 +111,8 @@ std::unique_ptr<Candidate> prepare(const TuneOptions& t, const Settings& setting
     c->memory = c->ownMemory.get();
     tensors = &c->ownTensors;
   }
-  c->exe = CpuExecutable::load(std::move(state.llvmContext), std::move(state.llvmModule), *state.loops, t.program.pipeline.optLevel);
+  c->exe = CpuExecutable::load(std::move(state.llvmContext), std::move(state.llvmModule), *state.loops, t.program.pipeline.optLevel,
+                                cpuTarget(t.program.pipeline.cpu));
   c->exe->run(c->memory->prepareRun(), pool);
   std::vector<std::vector<double>> outputs;
   for (int id : g.outputs) outputs.push_back(toDoubles((*tensors)[id]));
@@ -157,6 +159,8 @@ int commandTune(const TuneOptions& t) {
   if (t.repeat < 1) throw CommandError{kExitUsage, "--repeat must be >= 1"};
   if (!t.program.schedulePath.empty()) throw CommandError{kExitUsage, "tune starts from the rule: --schedule is not taken"};
   if (t.program.noTile) throw CommandError{kExitUsage, "tune chooses tile settings: --no-tile leaves nothing to tune"};
+  (void)t.program.request(Stage::Sema);  // an unknown --cpu is a usage error first
+  requireHostRuns(t.program.pipeline.cpu);  // tune times the candidates here
 
   // The rule's program, through the memory plan: it tells which contractions are tiled (nothing
   // to do without one), and the candidates run in its buffers.
@@ -172,7 +176,7 @@ int commandTune(const TuneOptions& t) {
     return kExitOk;
   }
 
-  const loops::MachineInfo machine = loops::hostMachineInfo();
+  const loops::MachineInfo machine = loops::machineInfo(cpuTarget(t.program.pipeline.cpu));
   const std::string key = cacheKey(t, ws.compilation->file->text(), machine);
   const std::filesystem::path dir = cacheDirectory("tune");
   const std::filesystem::path cached = dir.empty() ? std::filesystem::path() : dir / (key + ".sched");

@@ -1,5 +1,6 @@
 // texc: the command line (spec section 6). CLI11 parses; each subcommand is a function in
-// Commands.h. Exit statuses: 0 success, 1 program errors, 2 usage, 3 run-time failure.
+// Commands.h. Exit statuses: 0 success, 1 program errors, 2 usage, 3 run-time failure, 4 --check
+// found an output beyond its error bound.
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -29,6 +30,9 @@ void addProgramOptions(CLI::App* cmd, ProgramOptions& o, bool pipeline) {
   cmd->add_option("--schedule", o.schedulePath, "tile-size overrides for contractions (docs/scheduling.md)")->type_name("FILE");
   cmd->add_option("--conv", o.conv, "convolutions as implicit GEMM (default), im2col + GEMM, or direct (untiled) loops")
       ->type_name("implicit|im2col|direct");
+  cmd->add_option("--cpu", o.pipeline.cpu,
+                  "the CPU to generate code for: host, or an LLVM CPU name (haswell, skylake-avx512, znver3, ...)")
+      ->capture_default_str();
   cmd->add_flag("--print-after-all", o.instrumentation.printAfterAll, "print the IR after every pass (to standard error)");
   cmd->add_option("--print-after", o.printAfter, "print the IR after these passes")->delimiter(',')->type_name("PASS,...");
   cmd->add_option("--print-before", o.printBefore, "print the IR before these passes")->delimiter(',')->type_name("PASS,...");
@@ -102,7 +106,9 @@ int main(int argc, char** argv) {
   tune->add_option("-o", tuneOpts.output, "also write the schedule file here");
   tune->add_flag("--force", tuneOpts.force, "measure again even when this program's schedule is cached");
 
-  CLI::App* passes = app.add_subcommand("passes", "list the pass pipeline in order");
+  CLI::App* passes = app.add_subcommand("passes", "list the pass pipeline in order, after the CPU it generates code for");
+  std::string passesCpu = "host";
+  passes->add_option("--cpu", passesCpu, "the CPU to describe: host, or an LLVM CPU name")->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -125,7 +131,7 @@ int main(int argc, char** argv) {
     if (check->parsed()) return commandCheck(checkOpts);
     if (compile->parsed()) return commandCompile(compileOpts);
     if (run->parsed()) return commandRun(runOpts);
-    if (passes->parsed()) return commandPasses();
+    if (passes->parsed()) return commandPasses(passesCpu);
     if (explain->parsed()) return commandExplain(explainOpts);
     if (compare->parsed()) return commandCompare(compareOpts);
     if (tune->parsed()) return commandTune(tuneOpts);

@@ -1,14 +1,13 @@
 #include "compiler/loops/Schedule.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <sstream>
 #include <thread>
 
-#include "compiler/backend/llvm/LLVMTarget.h"
+#include "compiler/target/CpuTarget.h"
 
 namespace texc::loops {
 
@@ -30,25 +29,19 @@ bool parseConvMode(const std::string& text, ConvMode& out) {
   return false;
 }
 
-MachineInfo hostMachineInfo() {
+MachineInfo machineInfo(const CpuTarget& cpu) {
   MachineInfo m;
-  bool avx512 = false, avx = false;
-  for (const std::string& f : hostCPUFeatures()) {
-    if (f == "+avx512f") avx512 = true;
-    if (f == "+avx") avx = true;
-  }
-  m.vectorFloats = avx512 ? 16 : avx ? 8 : 4;
-  m.vectorRegisters = avx512 ? 32 : 16;
-  long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  bool known = l1 > 0 && l2 > 0;
-  if (l1 > 0) m.l1Bytes = l1;
-  if (l2 > 0) m.l2Bytes = l2;
+  m.vectorFloats = cpu.vectorFloats();
+  m.vectorRegisters = cpu.vectorRegisters();
+  m.l1Bytes = cpu.l1Bytes;
+  m.l2Bytes = cpu.l2Bytes;
   m.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  m.source = fmt::format("{}, {} {}-bit registers; caches {}", avx512 ? "avx512" : avx ? "avx2" : "sse",
-                         m.vectorRegisters, m.vectorFloats * 32, known ? "from sysconf" : "default (sysconf does not say)");
+  m.source = fmt::format("{}{}, {}, {} {}-bit registers; caches {}", cpu.name, cpu.host ? " (host)" : "", cpu.isaName(),
+                         m.vectorRegisters, m.vectorFloats * 32, cpu.cacheSource);
   return m;
 }
+
+MachineInfo hostMachineInfo() { return machineInfo(cpuTarget("host")); }
 
 TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
                                 bool canBlockK, bool chooseOrder) {

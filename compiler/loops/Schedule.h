@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/target/CpuTarget.h"
+
 namespace texc::loops {
 
 // What the schedule rule needs to know about the host.
@@ -42,8 +44,10 @@ struct MachineInfo {
   std::string source;         // where the figures came from, for the explanation
 };
 
-// The host's MachineInfo: vector width and register count from the LLVM host features, cache
-// sizes from sysconf; documented defaults (32 KiB L1, 512 KiB L2) where sysconf does not know.
+// The MachineInfo of `cpu` (--cpu): vector width and register count from its features, cache
+// sizes from sysconf for the host, else the documented defaults for that CPU (CpuTarget.cpp).
+// `threads` is the host's core count.
+MachineInfo machineInfo(const CpuTarget& cpu);
 MachineInfo hostMachineInfo();
 
 // How a convolution (a contraction over several variables, with padding) is computed:

@@ -43,6 +43,7 @@ struct PipelineOptions {
   loops::ScheduleOverrides schedule;  // --schedule FILE
   std::string schedulePath;           // that file, for messages
   int threads = 0;  // threads the code will run on (run/compare --threads); 0: one per core
+  std::string cpu = "host";  // --cpu: the CPU the code is for (cpuTarget), an LLVM CPU name or host
 };
 
 // One fusion decision: a producer, the nodes that read it, and why it was or was not fused.

@@ -13,9 +13,9 @@ CpuExecutable::CpuExecutable() = default;
 CpuExecutable::~CpuExecutable() = default;
 
 std::unique_ptr<CpuExecutable> CpuExecutable::load(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
-                                                   const loops::LoopProgram& program, int optLevel) {
+                                                   const loops::LoopProgram& program, int optLevel, const CpuTarget& cpu) {
   std::unique_ptr<CpuExecutable> exe(new CpuExecutable());
-  exe->jit_ = std::make_unique<OrcJIT>(optLevel);
+  exe->jit_ = std::make_unique<OrcJIT>(optLevel, cpu);
   exe->jit_->addModule(std::move(module), std::move(context));
   for (const loops::Kernel& k : program.kernels) {
     auto fn = reinterpret_cast<KernelFn>(exe->jit_->lookup(kernelSymbol(k)));

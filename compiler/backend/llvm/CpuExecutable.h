@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/loops/LoopIR.h"
+#include "compiler/target/CpuTarget.h"
 
 namespace llvm {
 class LLVMContext;
@@ -21,9 +22,11 @@ class CpuExecutable {
  public:
   using KernelFn = void (*)(void** buffers, int64_t lo, int64_t hi);
 
-  // JIT-compiles `module` (made by codegen-llvm from `program`) and looks up every kernel.
+  // JIT-compiles `module` (made by codegen-llvm from `program`) for `cpu`, which the host must be
+  // able to run (missingHostFeatures), and looks up every kernel.
   static std::unique_ptr<CpuExecutable> load(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
-                                             const loops::LoopProgram& program, int optLevel);
+                                             const loops::LoopProgram& program, int optLevel,
+                                             const CpuTarget& cpu = cpuTarget("host"));
   ~CpuExecutable();
 
   // Runs every kernel in order on `buffers` (one pointer per program buffer, 64-byte aligned),

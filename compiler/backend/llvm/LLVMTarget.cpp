@@ -39,9 +39,9 @@ llvm::CodeGenOptLevel codeGenLevel(int optLevel) {
   }
 }
 
-std::string featureString() {
+std::string featureString(const CpuTarget& cpu) {
   std::string out;
-  for (const std::string& f : hostCPUFeatures()) {
+  for (const std::string& f : cpu.features) {
     if (!out.empty()) out += ',';
     out += f;
   }
@@ -76,24 +76,13 @@ void initLLVM() {
   });
 }
 
-std::string hostCPUName() { return llvm::sys::getHostCPUName().str(); }
+std::string hostCPUName() { return cpuTarget("host").name; }
 
-std::vector<std::string> hostCPUFeatures() {
-  std::vector<std::string> out;
-  for (const auto& f : llvm::sys::getHostCPUFeatures()) {
-    std::string name(1, f.second ? '+' : '-');
-    name += f.first();
-    out.push_back(std::move(name));
-  }
-  // LLVM tunes Intel's AVX-512 parts to prefer 256-bit vectors, which would leave the loop
-  // vectoriser at <8 x float> there; our elementwise math-heavy loops gain from full width.
-  if (std::find(out.begin(), out.end(), "+avx512f") != out.end()) out.push_back("-prefer-256-bit");
-  // StringMap order is unspecified; sort so the string (and any cache key built from it) is stable.
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<std::string> hostCPUFeatures() { return cpuTarget("host").features; }
 
-std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(int optLevel) {
+std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(int optLevel) { return createTargetMachine(cpuTarget("host"), optLevel); }
+
+std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CpuTarget& cpu, int optLevel) {
   checkOptLevel(optLevel);
   initLLVM();
   const std::string triple = llvm::sys::getProcessTriple();
@@ -102,7 +91,7 @@ std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(int optLevel) {
   if (!target) throw std::runtime_error("texc: no LLVM target for " + triple + ": " + error);
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, hostCPUName(), featureString(), options, llvm::Reloc::PIC_, std::nullopt, codeGenLevel(optLevel)));
+      triple, cpu.name, featureString(cpu), options, llvm::Reloc::PIC_, std::nullopt, codeGenLevel(optLevel)));
   if (!tm) throw std::runtime_error("texc: cannot create a TargetMachine for " + triple);
   return tm;
 }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/target/CpuTarget.h"
+
 namespace llvm {
 class Module;
 class TargetMachine;
@@ -18,14 +20,15 @@ namespace texc {
 void initLLVM();
 
 // The host CPU name ("znver3", "skylake-avx512", ...) and its features as LLVM names, each with a
-// leading '+' or '-' ("+avx2", "-avx512f"). The JIT and createHostTargetMachine use exactly these,
-// so code is tuned for the machine it runs on. On AVX-512 hosts the list also turns off LLVM's
-// "prefer-256-bit" tuning (set for Intel's AVX-512 CPUs), so loops vectorise 512 bits wide.
+// leading '+' or '-' ("+avx2", "-avx512f"): cpuTarget("host"). On AVX-512 CPUs the list also turns
+// off LLVM's "prefer-256-bit" tuning (set for Intel's AVX-512 CPUs), so loops vectorise 512 bits wide.
 std::string hostCPUName();
 std::vector<std::string> hostCPUFeatures();
 
-// A TargetMachine for the process triple and host CPU, position independent; optLevel is 0..3
-// (std::invalid_argument otherwise). Throws std::runtime_error if the target is unavailable.
+// A TargetMachine for the process triple and `cpu` (its name and exactly its features), position
+// independent; optLevel is 0..3 (std::invalid_argument otherwise). Throws std::runtime_error if
+// the target is unavailable. Any CPU works on any host: it only emits code.
+std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CpuTarget& cpu, int optLevel = 3);
 std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(int optLevel = 3);
 
 // Gives M the triple and data layout of TM. optimizeModule and the emitters do this themselves

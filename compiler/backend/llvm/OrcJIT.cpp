@@ -33,11 +33,11 @@ llvm::CodeGenOptLevel jitCodeGenLevel(int optLevel) {
 
 }  // namespace
 
-OrcJIT::OrcJIT(int optLevel) {
+OrcJIT::OrcJIT(int optLevel, const CpuTarget& cpu) {
   initLLVM();
   llvm::orc::JITTargetMachineBuilder machine{llvm::Triple(llvm::sys::getProcessTriple())};
-  machine.setCPU(hostCPUName());
-  machine.addFeatures(hostCPUFeatures());
+  machine.setCPU(cpu.name);
+  machine.addFeatures(cpu.features);
   machine.setCodeGenOptLevel(jitCodeGenLevel(optLevel));
 
   auto created = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machine)).create();

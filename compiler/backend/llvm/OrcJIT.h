@@ -5,6 +5,8 @@
 #include <mutex>
 #include <string>
 
+#include "compiler/target/CpuTarget.h"
+
 namespace llvm {
 class DataLayout;
 class LLVMContext;
@@ -16,13 +18,14 @@ class LLJIT;
 
 namespace texc {
 
-// Compiles modules for the host CPU (same CPU name and features as createHostTargetMachine) and
+// Compiles modules for `cpu` (the host by default; same CPU name and features as createTargetMachine:
+// the caller checks that the host can run that CPU's code, missingHostFeatures) and
 // resolves their external symbols first from symbols given to addSymbol, then from the host
 // process: libm, libc and any shared library loaded into it. Functions defined in the executable
 // itself are only visible that way when it exports them (-rdynamic); addSymbol always works.
 // Every failure is thrown as std::runtime_error carrying LLVM's message.
 struct OrcJIT {
-  explicit OrcJIT(int optLevel = 3);
+  explicit OrcJIT(int optLevel = 3, const CpuTarget& cpu = cpuTarget("host"));
   ~OrcJIT();
   OrcJIT(const OrcJIT&) = delete;
   OrcJIT& operator=(const OrcJIT&) = delete;

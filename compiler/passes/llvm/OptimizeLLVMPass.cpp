@@ -1,4 +1,4 @@
-// optimize-llvm: LLVM's default pipeline at the chosen level, tuned for the host CPU.
+// optimize-llvm: LLVM's default pipeline at the chosen level, tuned for the target CPU (--cpu).
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
@@ -8,7 +8,7 @@
 namespace texc {
 
 bool runOptimizeLLVM(CompileState& s) {
-  std::unique_ptr<llvm::TargetMachine> tm = createHostTargetMachine(s.options.optLevel);
+  std::unique_ptr<llvm::TargetMachine> tm = createTargetMachine(cpuTarget(s.options.cpu), s.options.optLevel);
   configureModule(*s.llvmModule, *tm);
   optimizeModule(*s.llvmModule, *tm, s.options.optLevel);
   return s.options.optLevel > 0;

@@ -16,9 +16,11 @@ namespace {
 using namespace texc;
 
 // Runs the pipeline on `source` up to `until` and returns the printed IR of that stage; `inspect`
-// sees the state before it goes.
+// sees the state before it goes. The code is for `cpu` (haswell unless a test names another), so
+// what these tests read does not change with the machine that runs them.
 std::string compileTo(const std::string& source, Stage until, int optLevel = 3, FuseMode fuse = FuseMode::All, bool tile = true,
-                      const std::string& schedule = "", const std::function<void(CompileState&)>& inspect = {}) {
+                      const std::string& schedule = "", const std::function<void(CompileState&)>& inspect = {},
+                      const std::string& cpu = "haswell") {
   SourceFile file("t.tex", source);
   DiagnosticEngine diags(&file);
   CompileState state;
@@ -27,6 +29,7 @@ std::string compileTo(const std::string& source, Stage until, int optLevel = 3, 
   state.options.optLevel = optLevel;
   state.options.fuse = fuse;
   state.options.tile = tile;
+  state.options.cpu = cpu;
   REQUIRE(loops::parseScheduleText(schedule, state.options.schedule) == "");
   Instrumentation inst;
   inst.verifyEachPass = true;
@@ -96,10 +99,16 @@ TEST_CASE("codegen-llvm's context drops LLVM's 'loop not vectorized' warnings an
 
 TEST_CASE("a loop variable's value converts to float through 32-bit lanes", "[codegen]") {
   // A causal mask compares j with i as numbers. AVX2 converts 8 i32 lanes in one instruction
-  // but i64 lanes one by one, so a variable whose loop extent fits 32 bits goes through i32.
-  std::string ll = compileTo("input X : f32[64, 1000]\noutput Y[i, j] = select(j <= i, X[i, j], 0) + j\n", Stage::LLVM);
-  CHECK(ll.find("itofp <8 x i32>") != std::string::npos);
-  CHECK(ll.find("itofp <8 x i64>") == std::string::npos);
+  // but i64 lanes one by one, so a variable whose loop extent fits 32 bits goes through i32; on
+  // AVX-512 the same holds at 16 lanes.
+  const std::string program = "input X : f32[64, 1000]\noutput Y[i, j] = select(j <= i, X[i, j], 0) + j\n";
+  std::string avx2 = compileTo(program, Stage::LLVM, 3, FuseMode::All, true, "", {}, "haswell");
+  CHECK(avx2.find("itofp <8 x i32>") != std::string::npos);
+  CHECK(avx2.find("itofp <8 x i64>") == std::string::npos);
+  std::string avx512 = compileTo(program, Stage::LLVM, 3, FuseMode::All, true, "", {}, "skylake-avx512");
+  CHECK(avx512.find("itofp <16 x i32>") != std::string::npos);
+  CHECK(avx512.find("itofp <16 x i64>") == std::string::npos);
+  CHECK(avx512.find("itofp <8 x i64>") == std::string::npos);
 }
 
 TEST_CASE("at -O0 math calls libm and the code stays scalar", "[codegen]") {

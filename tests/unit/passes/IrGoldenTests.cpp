@@ -51,10 +51,12 @@ std::vector<IrCase> irCases() {
 }
 
 // The text `texc compile --emit ir|loops` prints for `program`, or the failure.
-std::string compileToText(const TestProgram& program, FuseMode fuse, Stage stage, std::string& failure) {
+std::string compileToText(const TestProgram& program, FuseMode fuse, Stage stage, std::string& failure,
+                          const std::string& cpu = "haswell") {
   TestProgram p = program;
   p.options.fuse = fuse;
   std::unique_ptr<Session> s = startSession(p);
+  s->state().options.cpu = cpu;
   // The tiled nests depend on the host's caches and vector registers; tests/unit/passes/
   // TileTests.cpp checks them with a fixed machine.
   s->state().options.tile = false;
@@ -87,6 +89,26 @@ TEST_CASE("IR goldens: --emit ir --fuse=none", "[golden][ir]") {
 }
 
 TEST_CASE("IR goldens: --emit loops", "[golden][ir]") { runGoldens(FuseMode::All, false, Stage::Loops, &IrCase::loops); }
+
+// These goldens hold for every CPU: the graph and the untiled loop nests do not depend on the vector
+// width or the caches. Each program is compiled for an AVX2, an AVX-512 and an AMD CPU, whatever the
+// host, and must print the same text; a pass that starts reading the target fails here on any host.
+TEST_CASE("IR goldens: the same text for every --cpu", "[golden][ir][cpu]") {
+  std::vector<IrCase> cases = irCases();
+  REQUIRE(!cases.empty());
+  for (const IrCase& c : cases) {
+    for (Stage stage : {Stage::Graph, Stage::Loops}) {
+      std::string failure;
+      std::string first = compileToText(c.program, c.program.options.fuse, stage, failure, "haswell");
+      INFO(c.program.name << (stage == Stage::Graph ? " --emit ir" : " --emit loops"));
+      REQUIRE(failure == "");
+      for (const char* cpu : {"skylake-avx512", "znver3"}) {
+        INFO("--cpu " << cpu);
+        CHECK(compileToText(c.program, c.program.options.fuse, stage, failure, cpu) == first);
+      }
+    }
+  }
+}
 
 TEST_CASE("IR goldens: the set is complete and has no stale files", "[golden][ir]") {
   std::vector<IrCase> cases = irCases();

@@ -142,6 +142,8 @@ Session::Session(const TestProgram& program) : file_(program.fileName, program.t
   state_.diags = &diags_;
   state_.overrides = program.options.overrides;
   state_.options.fuse = program.options.fuse;
+  // Code for a fixed CPU: what the tile and LLVM passes produce must not follow the host.
+  state_.options.cpu = "haswell";
   if (!program.error.empty()) failure_ = program.error;
 }
 

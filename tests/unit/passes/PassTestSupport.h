@@ -66,7 +66,8 @@ std::vector<TestProgram> allPrograms();
 // ---- running the pipeline ----------------------------------------------------------------------
 
 // A program being compiled: owns the source and diagnostics the CompileState points at. Not
-// movable (CompileState is not), so it lives behind a unique_ptr.
+// movable (CompileState is not), so it lives behind a unique_ptr. Its code is for --cpu haswell,
+// whatever the host, so the text the tests read is the same on every machine.
 class Session {
  public:
   explicit Session(const TestProgram& program);
