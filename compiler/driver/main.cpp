@@ -21,7 +21,7 @@ void addProgramOptions(CLI::App* cmd, ProgramOptions& o, bool pipeline) {
   cmd->add_option("-O", o.pipeline.optLevel, "optimisation level 0-3 (-O0 calls libm for math functions)")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
-  cmd->add_option("--fuse", o.fuse, "fusion: none (one kernel per operator), elementwise, all (one kernel per statement for now)")
+  cmd->add_option("--fuse", o.fuse, "fusion: none (one kernel per operator), elementwise, all (see docs/cli.md)")
       ->check(CLI::IsMember({"none", "elementwise", "all"}))
       ->capture_default_str();
   cmd->add_flag("--no-plan", o.noPlan, "no memory plan: every intermediate gets a buffer of its own (for comparison)");
