@@ -7,6 +7,7 @@
 #include <string>
 #include <stdexcept>
 
+#include "compiler/analysis/HostModel.h"
 #include "compiler/driver/Commands.h"
 
 namespace {
@@ -77,8 +78,9 @@ int main(int argc, char** argv) {
   ExplainOptions explainOpts;
   CLI::App* explain = app.add_subcommand("explain", "dataflow table, kernels fused vs unfused with bytes, FLOPs and roofline time, fusion decisions");
   addProgramOptions(explain, explainOpts.program, true);
-  explain->add_option("--hw", explainOpts.hw, "hardware model: host (measured once, cached), h100, h200")
-      ->check(CLI::IsMember({"host", "h100", "h200"}))
+  explain->add_option("--hw", explainOpts.hw,
+                      "hardware model: host (measured, cached for a day), h100, h200, or figures bw=GB/s,peak=GFLOP/s[,launch=us]")
+      ->check(CLI::Validator([](std::string& text) { return checkHardwareSpec(text); }, "MODEL"))
       ->capture_default_str();
 
   CompareOptions compareOpts;
