@@ -13,7 +13,7 @@
 //
 // Adversarial launches (texc_emu_set_adversarial): the blocks run last to first, the threads of
 // each barrier phase last to first, and every `__shared__` variable is filled with 0xFF bytes (a
-// NaN in every float type) before each block. A kernel whose result changes under them depends
+// NaN in every float type) before each block, where an ordinary launch zeroes it. A kernel whose result changes under them depends
 // on the order of its blocks or threads, or reads shared memory it did not write.
 #pragma once
 
@@ -73,10 +73,11 @@ inline bool adversarial_ = false;
 // The position of the n-th block or thread to run out of `count`.
 inline unsigned nth(unsigned n, unsigned count) { return adversarial_ ? count - 1 - n : n; }
 
-// Real shared memory starts undefined in every block; an adversarial launch makes it NaN.
-inline void poisonShared() {
-  if (adversarial_ && __start_texc_shared && __stop_texc_shared > __start_texc_shared)
-    std::memset(__start_texc_shared, 0xFF, static_cast<size_t>(__stop_texc_shared - __start_texc_shared));
+// Real shared memory starts undefined in every block: here it starts as zeros, or as NaN in an
+// adversarial launch, so that a read of shared memory no thread wrote changes the result.
+inline void resetShared() {
+  if (__start_texc_shared && __stop_texc_shared > __start_texc_shared)
+    std::memset(__start_texc_shared, adversarial_ ? 0xFF : 0, static_cast<size_t>(__stop_texc_shared - __start_texc_shared));
 }
 
 inline void fiberMain() {
@@ -141,7 +142,7 @@ extern "C" void texc_emu_launch(void (*kernel)(void* const*), void* const* args,
   blockDim_.x = threads;
   if (!cooperative) {
     for (unsigned b = 0; b < blocks; ++b) {
-      poisonShared();
+      resetShared();
       for (unsigned t = 0; t < threads; ++t) {
         blockIdx_.x = nth(b, blocks);
         threadIdx_.x = nth(t, threads);
@@ -156,7 +157,7 @@ extern "C" void texc_emu_launch(void (*kernel)(void* const*), void* const* args,
   inBlock_ = true;
   for (unsigned b = 0; b < blocks; ++b) {
     blockIdx_.x = nth(b, blocks);
-    poisonShared();
+    resetShared();
     for (unsigned t = 0; t < threads; ++t) {
       Fiber& f = fibers_[t];
       if (f.stack.empty()) f.stack.resize(kStackBytes);
