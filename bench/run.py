@@ -60,7 +60,7 @@ def gelu(n_rows, d):
 
 def ediff(n):
     return dict(name="E=D+(A+B)*C 2^%d" % int(np.log2(n)), tex="ediff", defs={"N": n},
-                inputs={k: (n,) for k in "ABCD"}, output="E", bytes=4 * 4 * n, limit="add3",
+                inputs={k: (n,) for k in "ABCD"}, output="E", bytes=4 * 5 * n, limit="add3",
                 peers=ELEMENTWISE_PEERS, tol=1e-5)
 
 
@@ -263,7 +263,7 @@ def run_texc(wl, indir, outdir, threads, repeat, budget_s):
         return dict(unavailable="texc failed: " + (p.stderr.strip().splitlines() or ["?"])[-1][:160])
     m = re.search(r"time: median ([\d.]+) ms, min ([\d.]+) ms over (\d+) runs \((\d+) kernels", p.stderr)
     return dict(median_ms=float(m.group(1)), min_ms=float(m.group(2)), runs=int(m.group(3)),
-                info="%s kernels, one per statement" % m.group(4))
+                info="%s kernels" % m.group(4))
 
 
 def run_cpp(peer, exe, wl, indir, out, threads, repeat, env, timeout):

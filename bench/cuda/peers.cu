@@ -122,7 +122,8 @@ int main() {
     CHECK_CUDNN(cudnnSetTensor4dDescriptor(pool, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, K, H / 2, W / 2));
     CHECK_CUDNN(cudnnSetFilter4dDescriptor(filt, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, K, C, 3, 3));
     CHECK_CUDNN(cudnnSetConvolution2dDescriptor(cd, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    CHECK_CUDNN(cudnnSetConvolutionMathType(cd, CUDNN_DEFAULT_MATH));
+    // FMA math: no tensor cores and no TF32, so cuDNN does the f32 FMAs texc's kernel does.
+    CHECK_CUDNN(cudnnSetConvolutionMathType(cd, CUDNN_FMA_MATH));
     CHECK_CUDNN(cudnnSetPooling2dDescriptor(pd, CUDNN_POOLING_MAX, CUDNN_PROPAGATE_NAN, 2, 2, 0, 0, 2, 2));
     float* x = deviceArray(size_t(N) * C * H * W, 0.5f);
     float* w = deviceArray(size_t(K) * C * 9, 0.01f);

@@ -8,11 +8,20 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <stdexcept>
 
 #include "compiler/backend/llvm/LLVMTarget.h"
 #include "compiler/backend/llvm/OrcJIT.h"
@@ -24,7 +33,7 @@ namespace texc {
 
 namespace {
 
-// Best of 5 copies of 64 MiB (bytes read + written per second).
+// Best of 5 copies of 64 MiB (bytes read + written per second): kHostCopyMethod.
 double measureCopyGBs() {
   const size_t n = size_t(1) << 24;
   Buffer a(n * sizeof(float)), b(n * sizeof(float));
@@ -39,7 +48,8 @@ double measureCopyGBs() {
   return 2.0 * a.size() / best / 1e9;
 }
 
-// JIT-compiles a loop of 12 independent FMA chains on host-width vectors and times it.
+// JIT-compiles a loop of 12 independent FMA chains on host-width vectors and times it, best of
+// 3: kHostPeakMethod.
 double measureFmaGflops() {
   std::vector<std::string> features = hostCPUFeatures();
   int lanes = std::find(features.begin(), features.end(), "+avx512f") != features.end() ? 16
@@ -97,27 +107,181 @@ double measureFmaGflops() {
   return 2.0 * lanes * chains * static_cast<double>(iters) / best / 1e9;
 }
 
+// Reads a whole file; "" when it cannot be read.
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Replaces the cache in one rename, so that a concurrent reader sees the old file or the new one.
+void writeCache(const std::filesystem::path& path, const HostModelRecord& r) {
+  if (path.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  std::filesystem::path tmp = path;
+  tmp += fmt::format(".tmp{}", static_cast<long>(::getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << formatHostModelRecord(r);
+    if (!out) return;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+const char* kHeader = "texc host model, format 2";
+
+bool parsePositive(const std::string& text, double& out) {
+  char* end = nullptr;
+  out = std::strtod(text.c_str(), &end);
+  return !text.empty() && end == text.c_str() + text.size() && std::isfinite(out) && out > 0;
+}
+
+bool parseInteger(const std::string& text, int64_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  out = v;
+  return !text.empty() && end == text.c_str() + text.size() && errno == 0;
+}
+
+HardwareModel modelOf(const HostModelRecord& r, bool justNow, const std::filesystem::path& path) {
+  return HardwareModel{"host", r.bandwidthGBs, r.peakGflops, 0, describeHostModel(r, justNow, path.string())};
+}
+
+int64_t unixNow() { return static_cast<int64_t>(std::time(nullptr)); }
+
 }  // namespace
 
-HardwareModel hostHardwareModel(bool remeasure) {
-  HardwareModel hw{"host", 0, 0, 0, ""};
+std::string formatHostModelRecord(const HostModelRecord& r) {
+  return fmt::format("{}\nmeasured_at {}\nbandwidth_gbs {}\nbandwidth_at {}\nbandwidth_how {}\npeak_gflops {}\npeak_how {}\n", kHeader,
+                     r.measuredAt, r.bandwidthGBs, r.bandwidthAt, r.bandwidthHow, r.peakGflops, r.peakHow);
+}
+
+std::optional<HostModelRecord> parseHostModelRecord(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line != kHeader) return std::nullopt;
+  HostModelRecord r;
+  // Every field must appear exactly once; unknown keys are an error too (a newer format would
+  // change the header).
+  std::set<std::string> seen;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    size_t space = line.find(' ');
+    if (space == std::string::npos) return std::nullopt;
+    std::string key = line.substr(0, space), value = line.substr(space + 1);
+    if (!seen.insert(key).second) return std::nullopt;
+    bool ok = key == "measured_at"     ? parseInteger(value, r.measuredAt)
+              : key == "bandwidth_at"  ? parseInteger(value, r.bandwidthAt)
+              : key == "bandwidth_gbs" ? parsePositive(value, r.bandwidthGBs)
+              : key == "peak_gflops"   ? parsePositive(value, r.peakGflops)
+              : key == "bandwidth_how" ? (r.bandwidthHow = value, !value.empty())
+              : key == "peak_how"      ? (r.peakHow = value, !value.empty())
+                                       : false;
+    if (!ok) return std::nullopt;
+  }
+  if (seen.size() != 6) return std::nullopt;
+  return r;
+}
+
+bool hostModelStale(const HostModelRecord& r, int64_t now) {
+  // A measurement more than a few minutes in the future means the clock changed: its age is unknown.
+  return now - r.measuredAt > kHostModelMaxAgeSeconds || r.measuredAt - now > 300;
+}
+
+std::string formatUtc(int64_t unixSeconds) {
+  std::time_t t = static_cast<std::time_t>(unixSeconds);
+  std::tm tm{};
+  if (!gmtime_r(&t, &tm)) return fmt::format("{} s after 1970", unixSeconds);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", &tm);
+  return text;
+}
+
+std::string describeHostModel(const HostModelRecord& r, bool justNow, const std::string& cachePath) {
+  std::string when = justNow ? "just now (" + formatUtc(r.measuredAt) + ")" : "on " + formatUtc(r.measuredAt);
+  std::string bandwidth = r.bandwidthAt == r.measuredAt ? r.bandwidthHow
+                                                        : fmt::format("{}, on {}", r.bandwidthHow, formatUtc(r.bandwidthAt));
+  std::string cached = cachePath.empty() ? "not cached: neither XDG_CACHE_HOME nor HOME is set"
+                                         : fmt::format("cached in {}, measured again after a day", cachePath);
+  return fmt::format("measured by texc on this machine {}; bandwidth: {}; peak: {}; {}", when, bandwidth, r.peakHow, cached);
+}
+
+HardwareModel hostHardwareModelAt(int64_t now, bool remeasure) {
   std::filesystem::path path = cacheDirectory("host-model");
-  if (!remeasure && !path.empty()) {
-    std::ifstream in(path);
-    if (in >> hw.bandwidthGBs >> hw.peakGflops && hw.bandwidthGBs > 0 && hw.peakGflops > 0) {
-      hw.source = fmt::format("measured by texc on this machine, 1 thread (cached in {})", path.string());
-      return hw;
-    }
+  if (!remeasure && !path.empty())
+    if (std::optional<HostModelRecord> r = parseHostModelRecord(readFile(path)); r && !hostModelStale(*r, now))
+      return modelOf(*r, false, path);
+  HostModelRecord r;
+  r.bandwidthGBs = measureCopyGBs();
+  r.peakGflops = measureFmaGflops();
+  r.measuredAt = r.bandwidthAt = now;
+  r.bandwidthHow = kHostCopyMethod;
+  r.peakHow = kHostPeakMethod;
+  writeCache(path, r);
+  return modelOf(r, true, path);
+}
+
+HardwareModel hostHardwareModel(bool remeasure) { return hostHardwareModelAt(unixNow(), remeasure); }
+
+bool recordHostBandwidth(double gbs, const std::string& how) {
+  std::filesystem::path path = cacheDirectory("host-model");
+  if (path.empty()) return false;
+  std::optional<HostModelRecord> r = parseHostModelRecord(readFile(path));
+  // No valid cache: the next run that needs the model measures it in full.
+  if (!r || !(gbs > r->bandwidthGBs)) return false;
+  r->bandwidthGBs = gbs;
+  r->bandwidthAt = unixNow();
+  r->bandwidthHow = how;
+  writeCache(path, *r);
+  return true;
+}
+
+namespace {
+
+const char* kHwUsage = "expected host, h100, h200 or figures bw=GB/s,peak=GFLOP/s[,launch=us] (e.g. bw=12.5,peak=103.7)";
+
+// Parses "bw=12.5,peak=103.7[,launch=4]" into `hw`; returns "" or what is wrong.
+std::string parseFigures(const std::string& text, HardwareModel& hw) {
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) return fmt::format("'{}' is not key=value; {}", item, kHwUsage);
+    std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    if (key != "bw" && key != "peak" && key != "launch") return fmt::format("unknown figure '{}' (bw, peak, launch); {}", key, kHwUsage);
+    if (!seen.insert(key).second) return fmt::format("'{}' is given twice", key);
+    double v = 0;
+    bool ok = parsePositive(value, v) || (key == "launch" && value == "0");
+    if (!ok) return fmt::format("{}= needs a positive number, got '{}'", key, value);
+    (key == "bw" ? hw.bandwidthGBs : key == "peak" ? hw.peakGflops : hw.launchOverheadUs) = v;
   }
-  hw.bandwidthGBs = measureCopyGBs();
-  hw.peakGflops = measureFmaGflops();
-  hw.source = "measured by texc on this machine just now, 1 thread";
-  if (!path.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    std::ofstream out(path);
-    out << hw.bandwidthGBs << " " << hw.peakGflops << "\n";
-  }
+  if (!seen.count("bw")) return fmt::format("bw=GB/s is missing; {}", kHwUsage);
+  if (!seen.count("peak")) return fmt::format("peak=GFLOP/s is missing; {}", kHwUsage);
+  hw.name = "given";
+  hw.source = fmt::format("given with --hw {}", text);
+  return "";
+}
+
+}  // namespace
+
+std::string checkHardwareSpec(const std::string& text) {
+  if (text == "host" || namedHardwareModel(text)) return "";
+  if (text.find('=') == std::string::npos) return fmt::format("unknown hardware model '{}'; {}", text, kHwUsage);
+  HardwareModel hw;
+  return parseFigures(text, hw);
+}
+
+HardwareModel hardwareModelFor(const std::string& text) {
+  if (text == "host") return hostHardwareModel();
+  if (std::optional<HardwareModel> named = namedHardwareModel(text)) return *named;
+  HardwareModel hw;
+  std::string error = parseFigures(text, hw);
+  if (!error.empty()) throw std::invalid_argument("--hw: " + error);
   return hw;
 }
 

@@ -51,7 +51,7 @@ struct RunOptions {
 
 struct ExplainOptions {
   ProgramOptions program;
-  std::string hw = "host";  // host (measured), h100, h200
+  std::string hw = "host";  // host (measured), h100, h200, or figures (checkHardwareSpec)
 };
 
 struct CompareOptions {

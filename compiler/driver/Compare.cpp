@@ -158,6 +158,18 @@ int commandCompare(const CompareOptions& o) {
     results.push_back({name, kernelCount, bytes, flops, med, gbps, memory.intermediateBytes(), rssGrowth,
                        c->state.memoryPlan.has_value(), worst});
   }
+  // A 1-thread CPU run that moved at least twice the copy's 128 MiB (so not out of a cache) and
+  // achieved more than the host model says is a better bandwidth figure: raise the cache to it.
+  std::string raised;
+  if (!cuda && pool.numThreads() == 1) {
+    const Result* best = nullptr;
+    for (const Result& r : results)
+      if (r.bytes >= 2.0 * 128 * 1024 * 1024 && (!best || r.gbps > best->gbps)) best = &r;
+    if (best && best->gbps > host.bandwidthGBs &&
+        recordHostBandwidth(best->gbps, fmt::format("1 thread, achieved by texc compare ({} variant of {}, {} moved)", best->name,
+                                                    o.program.file, bytesText(best->bytes))))
+      raised = fmt::format(" This run achieved {:.1f} GB/s ({}), now the cached figure.", best->gbps, best->name);
+  }
   if (o.json) {
     std::string out = "{\"variants\": [";
     for (size_t i = 0; i < results.size(); ++i) {
@@ -179,7 +191,7 @@ int commandCompare(const CompareOptions& o) {
   auto msOf = [&](size_t variantIndex) { return results[variantIndex].ms; };
   std::cout << fmt::format("fused is {:.2f}x faster than unfused; the memory plan makes unfused {:.2f}x and fused {:.2f}x faster.\n",
                            msOf(1) / msOf(4), msOf(0) / msOf(1), msOf(3) / msOf(4));
-  std::cout << fmt::format("Host bandwidth {:.1f} GB/s (1-thread copy, {}).\n", host.bandwidthGBs, host.source);
+  std::cout << fmt::format("Host bandwidth {:.1f} GB/s ({}).{}\n", host.bandwidthGBs, host.source, raised);
   std::cout << "temp memory: the arena (planned) or the intermediates' buffers, allocated every run (unplanned);\n"
                "RSS growth: the resident set during the last run minus before the variant (docs/memory-planning.md).\n";
   std::cout << "GB/s divides the modelled bytes by the median time (docs/cost-model.md).\n";

@@ -87,9 +87,7 @@ std::string kernelTable(const std::vector<KernelCost>& ks, const HardwareModel& 
 }  // namespace
 
 int commandExplain(const ExplainOptions& o) {
-  HardwareModel hw;
-  if (o.hw == "host") hw = hostHardwareModel();
-  else hw = *namedHardwareModel(o.hw);
+  HardwareModel hw = hardwareModelFor(o.hw);
 
   ProgramOptions unfusedOpts = o.program;
   unfusedOpts.fuse = "none";

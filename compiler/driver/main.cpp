@@ -8,6 +8,7 @@
 #include <string>
 #include <stdexcept>
 
+#include "compiler/analysis/HostModel.h"
 #include "compiler/driver/Commands.h"
 
 namespace {
@@ -22,7 +23,7 @@ void addProgramOptions(CLI::App* cmd, ProgramOptions& o, bool pipeline) {
   cmd->add_option("-O", o.pipeline.optLevel, "optimisation level 0-3 (-O0 calls libm for math functions)")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
-  cmd->add_option("--fuse", o.fuse, "fusion: none (one kernel per operator), elementwise, all (one kernel per statement for now)")
+  cmd->add_option("--fuse", o.fuse, "fusion: none (one kernel per operator), elementwise, all (see docs/cli.md)")
       ->check(CLI::IsMember({"none", "elementwise", "all"}))
       ->capture_default_str();
   cmd->add_flag("--no-plan", o.noPlan, "no memory plan: every intermediate gets a buffer of its own (for comparison)");
@@ -81,8 +82,9 @@ int main(int argc, char** argv) {
   ExplainOptions explainOpts;
   CLI::App* explain = app.add_subcommand("explain", "dataflow table, kernels fused vs unfused with bytes, FLOPs and roofline time, fusion decisions");
   addProgramOptions(explain, explainOpts.program, true);
-  explain->add_option("--hw", explainOpts.hw, "hardware model: host (measured once, cached), h100, h200")
-      ->check(CLI::IsMember({"host", "h100", "h200"}))
+  explain->add_option("--hw", explainOpts.hw,
+                      "hardware model: host (measured, cached for a day), h100, h200, or figures bw=GB/s,peak=GFLOP/s[,launch=us]")
+      ->check(CLI::Validator([](std::string& text) { return checkHardwareSpec(text); }, "MODEL"))
       ->capture_default_str();
 
   CompareOptions compareOpts;

@@ -72,6 +72,13 @@ EmulationDir& emulationDir() {
   return d;
 }
 
+// An element's bytes in memory order, as hex.
+std::string hexBytes(const std::byte* p, size_t n) {
+  std::string out = "0x";
+  for (size_t i = 0; i < n; ++i) out += fmt::format("{:02x}", static_cast<unsigned>(p[i]));
+  return out;
+}
+
 }  // namespace
 
 const std::string& prepareCudaEmulation() { return emulationDir().problem; }
@@ -112,31 +119,59 @@ void runEmulatedCuda(const CudaModule& module, const loops::LoopProgram& program
   if (!handle) throw std::runtime_error(std::string("cannot load the emulated kernels: ") + dlerror());
   using Launch = void (*)(void (*)(void* const*), void* const*, unsigned, unsigned, bool);
   auto launch = reinterpret_cast<Launch>(dlsym(handle, "texc_emu_launch"));
-
-  // The device arena, laid out as CudaExecutable lays it out on the GPU.
-  DeviceArenaLayout layout = deviceArenaLayout(program, plan);
-  Buffer arena = Buffer::uninitialized(std::max<size_t>(layout.bytes, 256));
-  std::memset(arena.data(), 0xFF, arena.size());
-  std::vector<void*> device;
-  std::vector<size_t> bytes;
-  for (size_t b = 0; b < program.buffers.size(); ++b) {
-    device.push_back(arena.data() + layout.offsets[b]);
-    bytes.push_back(static_cast<size_t>(program.buffers[b].numElements()) * dtypeBytes(program.buffers[b].dtype));
-    if (program.buffers[b].kind == loops::BufferKind::Input) std::memcpy(device[b], host[b], bytes[b]);
-  }
+  auto setAdversarial = reinterpret_cast<void (*)(bool)>(dlsym(handle, "texc_emu_set_adversarial"));
+  std::vector<void (*)(void* const*)> entries;
   for (const CudaKernel& k : module.kernels) {
-    auto entry = reinterpret_cast<void (*)(void* const*)>(dlsym(handle, (k.symbol + "_entry").c_str()));
-    if (!launch || !entry) {
+    entries.push_back(reinterpret_cast<void (*)(void* const*)>(dlsym(handle, (k.symbol + "_entry").c_str())));
+    if (!launch || !setAdversarial || !entries.back()) {
       dlclose(handle);
       throw std::runtime_error("the emulated kernels lack " + k.symbol);
     }
-    // Grid-stride kernels have no communication between threads (no barrier, no shuffle).
-    launch(entry, device.data(), static_cast<unsigned>(k.blocks), static_cast<unsigned>(k.threads),
-           k.strategy != CudaStrategy::GridStride);
   }
-  for (size_t b = 0; b < program.buffers.size(); ++b)
-    if (program.buffers[b].kind == loops::BufferKind::Output) std::memcpy(host[b], device[b], bytes[b]);
+
+  // The device arena, laid out as CudaExecutable lays it out on the GPU.
+  DeviceArenaLayout layout = deviceArenaLayout(program, plan);
+  std::vector<size_t> bytes;
+  for (const loops::Buffer& b : program.buffers) bytes.push_back(static_cast<size_t>(b.numElements()) * dtypeBytes(b.dtype));
+  // One run of every kernel in program order on a fresh arena whose bytes, inputs aside, are `fill`.
+  auto runAll = [&](Buffer& arena, unsigned char fill, bool adversarial) {
+    arena = Buffer::uninitialized(std::max<size_t>(layout.bytes, 256));
+    std::memset(arena.data(), fill, arena.size());
+    std::vector<void*> device;
+    for (size_t b = 0; b < program.buffers.size(); ++b) {
+      device.push_back(arena.data() + layout.offsets[b]);
+      if (program.buffers[b].kind == loops::BufferKind::Input) std::memcpy(device[b], host[b], bytes[b]);
+    }
+    setAdversarial(adversarial);
+    for (size_t n = 0; n < module.kernels.size(); ++n) {
+      const CudaKernel& k = module.kernels[n];
+      // Grid-stride kernels have no communication between threads (no barrier, no shuffle).
+      launch(entries[n], device.data(), static_cast<unsigned>(k.blocks), static_cast<unsigned>(k.threads),
+             k.strategy != CudaStrategy::GridStride);
+    }
+    setAdversarial(false);
+  };
+  // Forward on zeroed memory, then adversarially (blocks and threads last to first, NaN in
+  // shared memory and in every byte of the arena that is not an input). The emulation is
+  // deterministic, so the outputs must agree bit for bit; the second run's are returned, so
+  // that an element never written reaches the comparison with the reference as NaN.
+  Buffer forward, adversarial;
+  runAll(forward, 0x00, false);
+  runAll(adversarial, 0xFF, true);
   dlclose(handle);
+  for (size_t b = 0; b < program.buffers.size(); ++b) {
+    if (program.buffers[b].kind != loops::BufferKind::Output) continue;
+    const std::byte* f = forward.data() + layout.offsets[b];
+    const std::byte* a = adversarial.data() + layout.offsets[b];
+    size_t width = dtypeBytes(program.buffers[b].dtype);
+    for (size_t i = 0; i * width < bytes[b]; ++i)
+      if (std::memcmp(f + i * width, a + i * width, width) != 0)
+        throw std::runtime_error(fmt::format(
+            "the adversarial run (blocks and threads in reverse order, NaN-filled memory) differs from the forward run: "
+            "{} element {}: bytes {} forward, {} adversarial",
+            program.buffers[b].name, i, hexBytes(f + i * width, width), hexBytes(a + i * width, width)));
+    std::memcpy(host[b], a, bytes[b]);
+  }
 }
 
 }  // namespace texc::random

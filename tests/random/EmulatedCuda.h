@@ -17,10 +17,12 @@ namespace texc::random {
 // compiler). Later calls return the first answer. Call it before forking checks.
 const std::string& prepareCudaEmulation();
 
-// Compiles `module` and runs its kernels in program order. `host[b]` is loop buffer b's memory:
-// inputs are copied into the arena first, outputs out of it at the end (every other byte of the
-// arena starts as 0xFF, a NaN in every dtype). Throws std::runtime_error when the generated C
-// does not compile (with the compiler's messages) or cannot be loaded.
+// Compiles `module` and runs its kernels in program order, twice: forward on an arena whose
+// non-input bytes are 0, then adversarially (blocks and threads in reverse order, shared memory
+// and every non-input byte of the arena 0xFF, a NaN in every dtype). `host[b]` is loop buffer b's
+// memory: inputs are copied into the arena first, outputs of the second run out of it at the end.
+// Throws std::runtime_error when the generated C does not compile (with the compiler's
+// messages), cannot be loaded, or when the two runs' outputs differ in any bit.
 void runEmulatedCuda(const CudaModule& module, const loops::LoopProgram& program, const loops::MemoryPlan* plan,
                      void* const* host);
 

@@ -6,6 +6,7 @@
 #include "../driver/DriverTestUtil.h"
 #include "compiler/backend/cuda/CudaDriver.h"
 #include "compiler/backend/cuda/Nvrtc.h"
+#include "tests/support/Skip.h"
 
 namespace texc::drivertest {
 namespace {
@@ -44,10 +45,7 @@ TEST_CASE("cuda driver: codegen-cuda is a pass: --print-after and --dump-dir sho
 
 TEST_CASE("cuda driver: compile --emit ptx, for sm_90 by default without a GPU or for --arch", "[cuda][driver]") {
   std::string why;
-  if (!nvrtcAvailable(&why)) {
-    WARN("skipped: " << why);
-    return;
-  }
+  if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
   Sandbox box;
   Result r = runTexc(box, {"compile", example("matmul.tex"), "--emit", "ptx", "--arch", "sm_80"});
   INFO(r.describe());

@@ -10,6 +10,11 @@
 // per-block table around one barrier, so every thread of the block must call them together
 // (texc's kernels do: their shuffles sit in block-uniform code). Fibers rather than OS threads:
 // the same semantics at a fraction of the cost of waking 64-256 threads at every barrier.
+//
+// Adversarial launches (texc_emu_set_adversarial): the blocks run last to first, the threads of
+// each barrier phase last to first, and every `__shared__` variable is filled with 0xFF bytes (a
+// NaN in every float type) before each block, where an ordinary launch zeroes it. A kernel whose result changes under them depends
+// on the order of its blocks or threads, or reads shared memory it did not write.
 #pragma once
 
 #include <math.h>
@@ -26,7 +31,11 @@
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
-#define __shared__ static
+// Shared variables go to one named section, so that an adversarial launch can poison them all:
+// the linker brackets the section with __start_/__stop_ symbols.
+#define __shared__ static __attribute__((section("texc_shared")))
+extern "C" char __start_texc_shared[] __attribute__((weak, visibility("hidden")));
+extern "C" char __stop_texc_shared[] __attribute__((weak, visibility("hidden")));
 
 struct float4 {
   float x, y, z, w;
@@ -59,6 +68,17 @@ inline bool inBlock_ = false;
 inline void (*kernel_)(void* const*) = nullptr;
 inline void* const* args_ = nullptr;
 inline uint64_t slots_[2][kMaxThreads];
+inline bool adversarial_ = false;
+
+// The position of the n-th block or thread to run out of `count`.
+inline unsigned nth(unsigned n, unsigned count) { return adversarial_ ? count - 1 - n : n; }
+
+// Real shared memory starts undefined in every block: here it starts as zeros, or as NaN in an
+// adversarial launch, so that a read of shared memory no thread wrote changes the result.
+inline void resetShared() {
+  if (__start_texc_shared && __stop_texc_shared > __start_texc_shared)
+    std::memset(__start_texc_shared, adversarial_ ? 0xFF : 0, static_cast<size_t>(__stop_texc_shared - __start_texc_shared));
+}
 
 inline void fiberMain() {
   kernel_(args_);
@@ -109,6 +129,9 @@ T __shfl_down_sync(unsigned, T v, int delta) {
   return texc_emu::exchange(v, (me & 31u) + static_cast<unsigned>(delta) < 32 ? me + delta : me);
 }
 
+// Later launches are adversarial (see the top of the file) when `on`.
+extern "C" void texc_emu_set_adversarial(bool on) { texc_emu::adversarial_ = on; }
+
 // Runs `kernel(args)` over `blocks` blocks of `threads` threads. A kernel whose threads never
 // meet (no __syncthreads, no shuffles: `cooperative` false) runs its threads one after another
 // without fibers.
@@ -118,12 +141,14 @@ extern "C" void texc_emu_launch(void (*kernel)(void* const*), void* const* args,
   gridDim_.x = blocks;
   blockDim_.x = threads;
   if (!cooperative) {
-    for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned b = 0; b < blocks; ++b) {
+      resetShared();
       for (unsigned t = 0; t < threads; ++t) {
-        blockIdx_.x = b;
-        threadIdx_.x = t;
+        blockIdx_.x = nth(b, blocks);
+        threadIdx_.x = nth(t, threads);
         kernel(args);
       }
+    }
     return;
   }
   kernel_ = kernel;
@@ -131,7 +156,8 @@ extern "C" void texc_emu_launch(void (*kernel)(void* const*), void* const* args,
   if (fibers_.size() < threads) fibers_.resize(threads);
   inBlock_ = true;
   for (unsigned b = 0; b < blocks; ++b) {
-    blockIdx_.x = b;
+    blockIdx_.x = nth(b, blocks);
+    resetShared();
     for (unsigned t = 0; t < threads; ++t) {
       Fiber& f = fibers_[t];
       if (f.stack.empty()) f.stack.resize(kStackBytes);
@@ -146,7 +172,8 @@ extern "C" void texc_emu_launch(void (*kernel)(void* const*), void* const* args,
     // One round per barrier phase: every live thread runs to its next barrier (or its end).
     for (bool live = true; live;) {
       live = false;
-      for (unsigned t = 0; t < threads; ++t) {
+      for (unsigned n = 0; n < threads; ++n) {
+        unsigned t = nth(n, threads);
         if (fibers_[t].done) continue;
         threadIdx_.x = t;
         swapcontext(&scheduler_, &fibers_[t].context);

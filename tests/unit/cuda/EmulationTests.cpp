@@ -2,14 +2,17 @@
 // tiled and block-reduction kernels) is generated with small launch shapes, compiled as C++
 // together with CudaEmulation.h into one shared object, run kernel by kernel over its grid with
 // one host thread per CUDA thread, and compared with the float64 reference under the tolerance
-// rule of the end-to-end tests (docs/testing.md). Needs a C++ compiler at run time ($CXX or c++);
-// without one the test says so and skips.
+// rule of the end-to-end tests (docs/testing.md). Each program runs twice: forward, then
+// adversarially (blocks and threads in reverse order, NaN-filled shared memory, outputs and
+// intermediates), and the two runs must agree bit for bit. Needs a C++ compiler at run time
+// ($CXX or c++); without one the test is skipped (tests/support/Skip.h).
 #include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include "../e2e/ErrorBound.h"
@@ -17,6 +20,7 @@
 #include "compiler/backend/cuda/CodeGenCUDA.h"
 #include "compiler/driver/Execution.h"
 #include "compiler/reference/Reference.h"
+#include "tests/support/Skip.h"
 
 namespace texc::cudatest {
 namespace {
@@ -72,10 +76,8 @@ std::string compilerCommand() {
 }
 
 TEST_CASE("cuda emulation: the generated CUDA C of every program matches the float64 reference", "[cuda][emulation]") {
-  if (std::system((compilerCommand() + " --version > /dev/null 2>&1").c_str()) != 0) {
-    WARN("skipped: no C++ compiler ('" << compilerCommand() << "') to build the emulated kernels with");
-    return;
-  }
+  if (std::system((compilerCommand() + " --version > /dev/null 2>&1").c_str()) != 0)
+    testsupport::skipTest("no C++ compiler ('" + compilerCommand() + "') to build the emulated kernels with");
   std::vector<Case> cases;
   for (TestProgram& p : suitePrograms()) cases.push_back({p, FuseMode::All, nullptr, {}, ""});
   for (TestProgram& p : extraPrograms()) cases.push_back({p, FuseMode::All, nullptr, {}, ""});
@@ -138,7 +140,9 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
   REQUIRE(handle != nullptr);
   using Launch = void (*)(void (*)(void* const*), void* const*, unsigned, unsigned, bool);
   auto launch = reinterpret_cast<Launch>(dlsym(handle, "texc_emu_launch"));
+  auto setAdversarial = reinterpret_cast<void (*)(bool)>(dlsym(handle, "texc_emu_set_adversarial"));
   REQUIRE(launch != nullptr);
+  REQUIRE(setAdversarial != nullptr);
 
   int checked = 0;
   for (Case& c : cases) {
@@ -153,13 +157,41 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
       fillRandom(tensors[id], 1, k);
       refInputs.push_back({p.tensors[id].shape, toDoubles(tensors[id])});
     }
+    auto runKernels = [&](std::vector<void*>& ptrs, bool adversarial) {
+      setAdversarial(adversarial);
+      for (const CudaKernel& k : c.module.kernels) {
+        auto entry = reinterpret_cast<void (*)(void* const*)>(dlsym(handle, (k.symbol + "_entry").c_str()));
+        REQUIRE(entry != nullptr);
+        // Grid-stride kernels have no communication between threads (no barrier, no shuffle).
+        bool cooperative = k.strategy != CudaStrategy::GridStride;
+        launch(entry, ptrs.data(), static_cast<unsigned>(k.blocks), static_cast<unsigned>(k.threads), cooperative);
+      }
+      setAdversarial(false);
+    };
     std::vector<void*> ptrs = bindTensors(p, tensors);
-    for (const CudaKernel& k : c.module.kernels) {
-      auto entry = reinterpret_cast<void (*)(void* const*)>(dlsym(handle, (k.symbol + "_entry").c_str()));
-      REQUIRE(entry != nullptr);
-      // Grid-stride kernels have no communication between threads (no barrier, no shuffle).
-      bool cooperative = k.strategy != CudaStrategy::GridStride;
-      launch(entry, ptrs.data(), static_cast<unsigned>(k.blocks), static_cast<unsigned>(k.threads), cooperative);
+    runKernels(ptrs, false);
+    // Again, adversarially: blocks and threads last to first, shared memory and every tensor the
+    // kernels write (outputs and intermediates) filled with NaN. The emulation is deterministic,
+    // so the outputs must match the first run bit for bit.
+    std::vector<Tensor> poisoned(p.tensors.size());
+    for (int id : p.inputs) poisoned[id] = copyTensor(tensors[id]);
+    std::vector<void*> poisonedPtrs = bindTensors(p, poisoned);
+    for (size_t id = 0; id < p.tensors.size(); ++id)
+      if (!p.tensors[id].isInput) std::memset(poisoned[id].data.data(), 0xFF, poisoned[id].data.size());
+    runKernels(poisonedPtrs, true);
+    for (int id : p.outputs) {
+      const Buffer& a = tensors[id].data;
+      const Buffer& b = poisoned[id].data;
+      size_t bytes = elemBytes(tensors[id].type), differ = 0, first = 0;
+      for (size_t i = 0; i * bytes < a.size(); ++i)
+        if (std::memcmp(a.data() + i * bytes, b.data() + i * bytes, bytes) != 0 && differ++ == 0) first = i;
+      std::string what;
+      if (differ > 0)
+        what = fmt::format("output {}: {} of {} elements differ between the forward run and the adversarial one (reversed order, "
+                           "NaN-filled memory); first {}: {} vs {}",
+                           p.tensors[id].name, differ, a.size() / bytes, first, toDoubles(tensors[id])[first], toDoubles(poisoned[id])[first]);
+      INFO(what);
+      CHECK(differ == 0);
     }
     e2e::BoundResult bounds = e2e::evaluateBounds(analysed, refInputs);
     for (size_t o = 0; o < p.outputs.size(); ++o) {

@@ -1,6 +1,7 @@
 // NVRTC: every suite program's CUDA C compiles to PTX that ptxas accepts for sm_90; compile
 // errors point at the generated lines; the PTX cache; --arch parsing. Tests that need NVRTC or
-// ptxas skip with the reason when they are absent (WARN, then return).
+// ptxas are skipped when they are absent, and fail instead in CI where the toolkit is installed
+// (tests/support/Skip.h).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include "CudaTestSupport.h"
 #include "compiler/backend/cuda/Nvrtc.h"
 #include "runtime/Timer.h"
+#include "tests/support/Skip.h"
 
 namespace texc::cudatest {
 namespace {
@@ -37,15 +39,9 @@ struct TempDir {
 
 TEST_CASE("nvrtc: every example and e2e program compiles to PTX that ptxas accepts for sm_90", "[cuda][nvrtc]") {
   std::string why;
-  if (!nvrtcAvailable(&why)) {
-    WARN("skipped: " << why);
-    return;
-  }
+  if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
   std::string ptxas = findPtxas();
-  if (ptxas.empty()) {
-    WARN("skipped: ptxas not found (CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
-    return;
-  }
+  if (ptxas.empty()) testsupport::skipUnlessCudaRequired("ptxas not found (CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
   TempDir tmp;
   int compiled = 0;
   for (const TestProgram& p : suitePrograms()) {
@@ -76,10 +72,7 @@ TEST_CASE("nvrtc: every example and e2e program compiles to PTX that ptxas accep
 
 TEST_CASE("nvrtc: compile time of gelu, matmul and conv_pool at their default sizes", "[cuda][nvrtc]") {
   std::string why;
-  if (!nvrtcAvailable(&why)) {
-    WARN("skipped: " << why);
-    return;
-  }
+  if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
   for (const char* name : {"gelu.tex", "matmul.tex", "conv_pool.tex"}) {
     std::unique_ptr<Compilation> c = compileTo(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / name, {}), Stage::CUDA);
     REQUIRE(c->ok);
@@ -95,10 +88,7 @@ TEST_CASE("nvrtc: compile time of gelu, matmul and conv_pool at their default si
 
 TEST_CASE("nvrtc: a compile error shows the generated source line it points at", "[cuda][nvrtc]") {
   std::string why;
-  if (!nvrtcAvailable(&why)) {
-    WARN("skipped: " << why);
-    return;
-  }
+  if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
   std::string source = "extern \"C\" __global__ void broken(float* p) {\n  p[0] = no_such_name;\n}\n";
   PtxOptions opts;
   opts.useCache = false;
@@ -116,10 +106,7 @@ TEST_CASE("nvrtc: a compile error shows the generated source line it points at",
 
 TEST_CASE("nvrtc: PTX is cached by source hash and reused", "[cuda][nvrtc]") {
   std::string why;
-  if (!nvrtcAvailable(&why)) {
-    WARN("skipped: " << why);
-    return;
-  }
+  if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
   TempDir tmp;
   const char* old = std::getenv("XDG_CACHE_HOME");
   std::string saved = old ? old : "";

@@ -5,6 +5,7 @@
 
 #include "compiler/backend/cuda/CudaDriver.h"
 #include "tests/unit/driver/DriverTestUtil.h"
+#include "tests/support/Skip.h"
 
 namespace texc::drivertest {
 
@@ -159,11 +160,8 @@ TEST_CASE("run: an output directory that is a file is exit 3", "[driver][run][re
 }
 
 TEST_CASE("run: an output directory that cannot be written is exit 3", "[driver][run][refusal]") {
+  if (::geteuid() == 0) testsupport::skipTest("running as root: directory permissions are not enforced");
   Sandbox box;
-  if (::geteuid() == 0) {
-    WARN("skipped the read-only directory case: running as root, permissions are not enforced");
-    return;
-  }
   fs::create_directories(box.work() / "ro");
   fs::permissions(box.work() / "ro", fs::perms::owner_read | fs::perms::owner_exec);
   expectRefusal(box, gelu({"--random", "1", "--output-dir", "ro"}), 3, {"ro"});
@@ -228,12 +226,13 @@ TEST_CASE("run: bad option values are exit 2", "[driver][run][refusal]") {
 TEST_CASE("run: --target cuda without a GPU is refused cleanly", "[driver][run][refusal]") {
   // Without a GPU (no libcuda, or no device) the driver must not crash: a run-time failure (3)
   // that names CUDA, and nothing written. tests/unit/cuda covers the CUDA target itself.
+  bool gpu = true;
   try {
     CudaDevice::open();
-    WARN("skipped: this machine has a GPU, so --target cuda runs (tests/unit/cuda checks that)");
-    return;
   } catch (const CudaUnavailable&) {
+    gpu = false;
   }
+  if (gpu) testsupport::skipTest("this machine has a GPU, so --target cuda runs (tests/unit/cuda checks that)");
   Sandbox box;
   Snapshot before = snapshot(box.work());
   Result r = runTexc(box, gelu({"--random", "1", "--target", "cuda", "--output-dir", "out"}));

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tests/unit/driver/DriverTestUtil.h"
+#include "tests/support/Skip.h"
 
 namespace texc::drivertest {
 
@@ -245,7 +246,7 @@ TEST_CASE("run: -O0 and --fuse=none compute the same outputs as the defaults", "
 
 TEST_CASE("run: a small gelu takes under 150 ms from start to exit (Release)", "[driver][run][timing]") {
 #if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__)
-  WARN("SKIPPED: the start-to-exit time of texc run is only measured in Release builds without sanitizers");
+  testsupport::skipTest("the start-to-exit time of texc run is only measured in Release builds without sanitizers");
 #else
   Sandbox box;
   std::vector<std::string> args = {"run", (kExamples / "gelu.tex").string(), "-D", "N=64", "-D", "D=64", "--random", "1"};

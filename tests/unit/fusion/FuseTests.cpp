@@ -122,7 +122,7 @@ output y = 0.5 * h * (1 + erf(h * 0.7071067811865476))
   requireSameResults(*c);
 }
 
-TEST_CASE("conv + scale/bias + 2x2 max pool is one kernel with --no-tile; conv is never allocated", "[fusion]") {
+TEST_CASE("conv + scale/bias + 2x2 max pool is one kernel with --no-tile, conv is never allocated", "[fusion]") {
   auto c = compile(source("conv_pool.tex"), FuseMode::All, {{"C", 3}, {"K", 4}, {"H", 8}, {"W", 6}}, /*tile=*/false);
   CHECK(kernels(*c) == 1);
   CHECK(c->state.graph->findTensor("conv") < 0);
@@ -200,7 +200,7 @@ TEST_CASE("conv + scale/bias + 2x2 max pool with --conv=direct is one kernel", "
   CHECK_FALSE(decision(*sumOfMax, "C")->fused);
 }
 
-TEST_CASE("softmax: one kernel; exp is recomputed twice, never stored; the row max runs once per row", "[fusion]") {
+TEST_CASE("softmax: one kernel, exp is recomputed twice, never stored, the row max runs once per row", "[fusion]") {
   auto c = compile(source("softmax.tex"), FuseMode::All, {{"R", 5}, {"D", 7}});
   CHECK(kernels(*c) == 1);
   const FusionDecision* e = decision(*c, "e");
@@ -320,7 +320,7 @@ TEST_CASE("cost model: a row reduction fused into its row is counted once per ro
   CHECK(costs[0].flops < R * D * R * D);  // not once per element of the output
 }
 
-TEST_CASE("cost model: E = D + (A+B)*C moves 9 arrays op by op and 5 fused; 1/3 -> 3/5 ops per access", "[fusion][cost]") {
+TEST_CASE("cost model: E = D + (A+B)*C moves 9 arrays op by op and 5 fused, 1/3 -> 3/5 ops per access", "[fusion][cost]") {
   const std::string src = "let N = 1000\ninput A : f32[N]\ninput B : f32[N]\ninput C : f32[N]\ninput D : f32[N]\noutput E = D + (A + B) * C\n";
   auto totals = [](const Compiled& c) {
     double flops = 0, accesses = 0, bytes = 0;

@@ -381,7 +381,7 @@ TEST_CASE("loop transforms: parallel and vectorize marks", "[passes][transforms]
   }
 }
 
-TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent agree; vector and scalar exclude each other", "[passes][transforms]") {
+TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent agree, vector and scalar exclude each other", "[passes][transforms]") {
   Lowered l = lower(kElementwise);
   CHECK(loops::verifyLoopProgram(l.loops).empty());
   loops::LoopProgram p = l.loops;

@@ -104,7 +104,7 @@ const PlannedTemp& placed(const MemoryPlan& plan, int buffer) {
   return *t;
 }
 
-TEST_CASE("memory plan: a chain reuses dead blocks; inputs and outputs stay out of the arena", "[passes][memplan]") {
+TEST_CASE("memory plan: a chain reuses dead blocks, inputs and outputs stay out of the arena", "[passes][memplan]") {
   ProgramBuilder b;
   int x = b.buffer("x", BufferKind::Input, {100});
   int t1 = b.buffer("t1", BufferKind::Temp, {100});
@@ -339,7 +339,7 @@ TEST_CASE("memory plan: the interpreter's arena catches temps that share bytes w
   CHECK_THAT(interpretLoops(b.p, buffers, plan), Catch::Contains("was partly overwritten"));
 }
 
-TEST_CASE("memory plan: golden print of gelu unfused; blocks equal the most temps live at once", "[passes][memplan][golden]") {
+TEST_CASE("memory plan: golden print of gelu unfused, blocks equal the most temps live at once", "[passes][memplan][golden]") {
   TestProgram program = fileProgram(sourceRoot() / "examples" / "gelu.tex");
   program.options.overrides = {{"N", 4}, {"D", 8}};
   program.options.fuse = FuseMode::None;

@@ -45,7 +45,7 @@ TEST_CASE("sink-unit-loops: a pool over one image runs in parallel over its chan
                   "        for x2 < 4 vector\n") != std::string::npos);
 }
 
-TEST_CASE("sink-unit-loops: a chain of unit loops moves as a whole; hoisted reductions move with them", "[passes][sink]") {
+TEST_CASE("sink-unit-loops: a chain of unit loops moves as a whole, hoisted reductions move with them", "[passes][sink]") {
   const std::string two = sunk("input x : f32[1, 1, 5, 7]\noutput y[a, b, i, j] = x[a, b, i, j] * 2\n", 1);
   CHECK(two.find("  for i < 5 parallel\n    for a < 1\n      for b < 1\n        for j < 7 vector\n") != std::string::npos);
   // Softmax over rows of a [1, R, D] tensor: the row loop holds the max and the sum.
@@ -63,7 +63,7 @@ TEST_CASE("sink-unit-loops: nests it leaves alone", "[passes][sink]") {
   CHECK(sunk("input x : f32[1, 64]\noutput y[a, j] = x[a, j] - max(e: x[a, e])\n", 0).find("parallel over 1)") != std::string::npos);
 }
 
-TEST_CASE("sink-unit-loops: an innermost longer loop stays innermost; the unit loops go", "[passes][sink]") {
+TEST_CASE("sink-unit-loops: an innermost longer loop stays innermost, the unit loops go", "[passes][sink]") {
   CHECK(sunk("input x : f32[1, 1, 64]\noutput y[a, b, j] = x[a, b, j] * (a + b + 1)\n", 1)
             .find("kernel k0_y (f32, parallel over 64)\n"
                   "  for j < 64 parallel vector\n"

@@ -204,7 +204,7 @@ void forEachStmt(const std::vector<loops::Stmt>& body, const std::function<void(
   }
 }
 
-TEST_CASE("tile: the padding guard moves into the packing; the micro-kernel has none", "[passes][tile][conv]") {
+TEST_CASE("tile: the padding guard moves into the packing, the micro-kernel has none", "[passes][tile][conv]") {
   Lowered l = lower("conv", kConvPadded);
   int guardsBefore = 0;
   forEachStmt(l.loops.kernels[0].body, [&](const loops::Stmt& s) { guardsBefore += s.kind == loops::StmtKind::Guard; });

@@ -12,6 +12,7 @@
 #include "tests/random/EmulatedCuda.h"
 #include "tests/random/ProgramGenerator.h"
 #include "tests/random/Shrinker.h"
+#include "tests/support/Skip.h"
 
 using namespace texc;
 using namespace texc::random;
@@ -99,10 +100,7 @@ TEST_CASE("random: a wrong value is caught, in process and in a child", "[random
 
 TEST_CASE("random: the CUDA variant runs the generated CUDA C in the emulation and catches a wrong value", "[random]") {
   const std::string& problem = prepareCudaEmulation();
-  if (!problem.empty()) {
-    WARN("skipped: " << problem);
-    return;
-  }
+  if (!problem.empty()) testsupport::skipTest(problem);
   std::vector<Variant> cuda;
   for (const Variant& v : variants())
     if (v.options.target == Target::Cuda) cuda.push_back(v);
