@@ -51,7 +51,7 @@ output m[a < 3, b < 3] = max(r < 3, s < 3: x[a + r - 1, b + s - 1])
 }
 
 TEST_CASE("padded convolutions at sizes that cut rows into chunks match a direct loop", "[reference]") {
-  // W = 300: a row is one output line; W = 20: rows of 204 lines x 20 columns, the last shorter.
+  // W = 300: a row is one output line; W = 20: rows of 51 lines x 20 columns, the last shorter.
   for (auto [H, W] : {std::pair<int, int>{37, 300}, std::pair<int, int>{300, 20}}) {
     INFO("H = " << H << ", W = " << W);
     const int C = 2, K = 3;
@@ -83,7 +83,7 @@ output y[k, py < H, px < W] = sum(c, r, s: x[c, py + r - 1, px + s - 1] * w[k, c
 }
 
 TEST_CASE("a contraction over rows wider than one chunk matches a direct loop", "[reference]") {
-  // 4100 columns: rows of 4096 lanes and of 4.
+  // 4100 columns: rows of 1024 lanes, the last of 4.
   const int M = 3, K = 5, N = 4100;
   std::vector<double> a = wave(M * K, 0.3), b = wave(static_cast<size_t>(K) * N, 1.1);
   RefRun r = runSource(R"(
