@@ -5,7 +5,9 @@
 // Every computation runs in float64 whatever its dtype; values read from f16/bf16/f32 inputs are
 // whatever doubles the caller passes. Booleans are the doubles 0 and 1. A term of a reduction is
 // skipped when one of the guarded accesses it owns falls outside its tensor, and a skipped
-// access is never read.
+// access is never read. Each output element gets the float64 operations of the element-wise
+// walk in the same order (reduction terms in the order of their variables, the last fastest),
+// though the interpreter walks the expression once per row of elements (Reference.cpp).
 #pragma once
 
 #include <cstddef>
