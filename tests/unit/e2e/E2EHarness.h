@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "ErrorBound.h"
-#include "Tolerance.h"
+#include "compiler/reference/ErrorBound.h"
+#include "compiler/reference/Tolerance.h"
 #include "compiler/reference/Reference.h"
 #include "frontend/Program.h"
 #include "frontend/Sema.h"

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "E2EHarness.h"
-#include "ErrorBound.h"
+#include "compiler/reference/ErrorBound.h"
 #include "frontend/Diagnostics.h"
 #include "frontend/Parser.h"
 #include "frontend/Sema.h"
