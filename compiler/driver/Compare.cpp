@@ -2,7 +2,8 @@
 // memory plan, and unfused and fused again without one (--no-plan), run on the same random inputs:
 // kernels, modelled bytes and FLOPs, measured time (median of repeats after a warm-up), effective
 // bandwidth, the memory held for intermediates and the growth of the resident set, and each
-// variant's error against the float64 reference.
+// variant's error against the float64 reference, judged by the per-element error bound (exit 4
+// when a variant is beyond it).
 #include <fmt/format.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -39,7 +40,7 @@ int commandCompare(const CompareOptions& o) {
     fillRandom(inputs[k], o.seed, k);
     refInputs.push_back({t.shape, toDoubles(inputs[k])});
   }
-  std::vector<RefTensor> reference = evaluateReference(sema, refInputs);
+  const CheckedReference reference = referenceWithBounds(sema, refInputs);
 
   // --target cuda: every variant runs on GPU 0, timed by events around its kernels.
   std::unique_ptr<CudaDevice> gpu;
@@ -54,7 +55,7 @@ int commandCompare(const CompareOptions& o) {
   HardwareModel host = hostHardwareModel();
   std::vector<std::vector<std::string>> rows = {{"variant", "kernels", "bytes (model)", "FLOPs", "median ms", "min ms", "GB/s",
                                                  "of host BW", "GFLOP/s", "temp memory", "RSS growth", "max abs err",
-                                                 "max rel err"}};
+                                                 "max rel err", "error bound"}};
   struct Result {
     std::string name;
     size_t kernels;
@@ -62,6 +63,7 @@ int commandCompare(const CompareOptions& o) {
     int64_t intermediateBytes, rssGrowth;
     bool planned;
     ErrorStats error;
+    std::vector<OutputCheck> checks;
   };
   struct Variant {
     const char* name;
@@ -140,12 +142,13 @@ int commandCompare(const CompareOptions& o) {
     }
     int64_t rssGrowth = rssBefore >= 0 && rssDuring >= 0 ? rssDuring - rssBefore : -1;
     double med = median(samples), best = *std::min_element(samples.begin(), samples.end());
+    // The outputs of the last run, against the reference and the error bound.
+    applyTestDamage(g, tensors, variant.name);
+    std::vector<OutputCheck> checks = checkOutputs(g, tensors, sema, reference);
     ErrorStats worst;
-    for (size_t k = 0; k < g.outputs.size(); ++k) {
-      std::vector<double> got = toDoubles(tensors[g.outputs[k]]);
-      ErrorStats e = compareToReference(reference[sema.outputs[k]].data.data(), got.data(), got.size());
-      worst.maxAbs = std::max(worst.maxAbs, e.maxAbs);
-      worst.maxRel = std::max(worst.maxRel, e.maxRel);
+    for (const OutputCheck& k : checks) {
+      worst.maxAbs = std::max(worst.maxAbs, k.error.maxAbs);
+      worst.maxRel = std::max(worst.maxRel, k.error.maxRel);
     }
     std::string name = variant.name;
     if (o.program.noPlan && variant.plan) name += " (--no-plan)";
@@ -154,9 +157,9 @@ int commandCompare(const CompareOptions& o) {
                     fmt::format("{:.3f}", best), fmt::format("{:.2f}", gbps), cuda ? std::string("-") : fmt::format("{:.2f}", gbps / host.bandwidthGBs),
                     fmt::format("{:.2f}", flops / (med * 1e6)), bytesText(static_cast<double>(memory.intermediateBytes())),
                     rssGrowth < 0 ? std::string("?") : bytesText(static_cast<double>(rssGrowth)), fmt::format("{:.2g}", worst.maxAbs),
-                    fmt::format("{:.2g}", worst.maxRel)});
+                    fmt::format("{:.2g}", worst.maxRel), anyBeyond(checks) ? "BEYOND" : "within"});
     results.push_back({name, kernelCount, bytes, flops, med, gbps, memory.intermediateBytes(), rssGrowth,
-                       c->state.memoryPlan.has_value(), worst});
+                       c->state.memoryPlan.has_value(), worst, std::move(checks)});
   }
   // A 1-thread CPU run that moved at least twice the copy's 128 MiB (so not out of a cache) and
   // achieved more than the host model says is a better bandwidth figure: raise the cache to it.
@@ -170,18 +173,31 @@ int commandCompare(const CompareOptions& o) {
                                                     o.program.file, bytesText(best->bytes))))
       raised = fmt::format(" This run achieved {:.1f} GB/s ({}), now the cached figure.", best->gbps, best->name);
   }
+  // Every output of every variant beyond its bound, one line each (worst element first).
+  std::string beyond, beyondNames;
+  for (const Result& r : results) {
+    for (const OutputCheck& k : r.checks)
+      if (k.beyond()) beyond += fmt::format("variant {}: BEYOND the error bound: {}\n", r.name, describeWorst(k));
+    if (anyBeyond(r.checks)) beyondNames += (beyondNames.empty() ? "" : ", ") + r.name;
+  }
+  auto finish = [&] {
+    if (beyond.empty()) return static_cast<int>(kExitOk);
+    if (o.json) std::cerr << beyond;
+    std::cerr << fmt::format("texc: error: results of {} differ from the float64 reference beyond the error bound\n", beyondNames);
+    return static_cast<int>(kExitMismatch);
+  };
   if (o.json) {
     std::string out = "{\"variants\": [";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
       out += fmt::format("{}{{\"name\": \"{}\", \"kernels\": {}, \"bytes_moved\": {:.0f}, \"flops\": {:.0f}, \"time_ms\": {:.6g}, "
-                         "\"gbps\": {:.6g}, \"max_abs_error\": {:.6g}, \"max_rel_error\": {:.6g}, \"planned\": {}, "
-                         "\"intermediate_bytes\": {}, \"rss_growth_bytes\": {}}}",
+                         "\"gbps\": {:.6g}, \"max_abs_error\": {:.6g}, \"max_rel_error\": {:.6g}, \"within_bound\": {}, "
+                         "\"planned\": {}, \"intermediate_bytes\": {}, \"rss_growth_bytes\": {}}}",
                          i ? ", " : "", r.name, r.kernels, r.bytes, r.flops, r.ms, r.gbps, r.error.maxAbs, r.error.maxRel,
-                         r.planned ? "true" : "false", r.intermediateBytes, r.rssGrowth);
+                         anyBeyond(r.checks) ? "false" : "true", r.planned ? "true" : "false", r.intermediateBytes, r.rssGrowth);
     }
     std::cout << out << "]}\n";
-    return kExitOk;
+    return finish();
   }
   std::cout << kernelsText;
   std::cout << fmt::format("{}: {}, median of {} runs after a warm-up, inputs --random {}\n", o.program.file,
@@ -195,7 +211,9 @@ int commandCompare(const CompareOptions& o) {
   std::cout << "temp memory: the arena (planned) or the intermediates' buffers, allocated every run (unplanned);\n"
                "RSS growth: the resident set during the last run minus before the variant (docs/memory-planning.md).\n";
   std::cout << "GB/s divides the modelled bytes by the median time (docs/cost-model.md).\n";
-  return kExitOk;
+  std::cout << "error bound: every element within atol + rtol*|ref| + 3*bound of the float64 reference (docs/testing.md).\n";
+  std::cout << beyond;
+  return finish();
 }
 
 }  // namespace texc

@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <new>
 #include <stdexcept>
 
 #include "compiler/driver/Frontend.h"
+#include "compiler/reference/ErrorBound.h"
 #include "runtime/Half.h"
 #include "runtime/Npy.h"
 #include "runtime/SplitMix64.h"
@@ -55,6 +59,93 @@ void fillRandom(Tensor& t, uint64_t seed, size_t inputIndex) {
   }
 }
 
+bool poisonRequested() {
+  const char* v = std::getenv("TEXC_POISON");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+void poisonBytes(void* data, size_t bytes) {
+  if (data && bytes) std::memset(data, 0xFF, bytes);
+}
+
+namespace {
+
+void storeElement(Tensor& t, int64_t i, double v) {
+  switch (t.type) {
+    case ElemType::F32: t.data.as<float>()[i] = static_cast<float>(v); break;
+    case ElemType::F64: t.data.as<double>()[i] = v; break;
+    case ElemType::F16: t.data.as<uint16_t>()[i] = floatToHalf(static_cast<float>(v)); break;
+    case ElemType::BF16: t.data.as<uint16_t>()[i] = floatToBf16(static_cast<float>(v)); break;
+  }
+}
+
+// Whether `variant` is `wanted` or has it as one of its ", "-separated items.
+bool variantMatches(const std::string& variant, const std::string& wanted) {
+  if (variant == wanted) return true;
+  for (size_t at = 0; at <= variant.size();) {
+    size_t end = variant.find(", ", at);
+    if (end == std::string::npos) end = variant.size();
+    if (variant.compare(at, end - at, wanted) == 0) return true;
+    at = end + 2;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool applyTestDamage(const Program& p, std::vector<Tensor>& tensors, const std::string& variant) {
+  const char* env = std::getenv("TEXC_TEST_DAMAGE_OUTPUT");
+  if (!env || !*env) return false;
+  std::string spec = env, name = spec;
+  if (size_t at = spec.find('@'); at != std::string::npos) {
+    name = spec.substr(0, at);
+    if (!variantMatches(variant, spec.substr(at + 1))) return false;
+  }
+  int id = p.findTensor(name);
+  if (id < 0 || !p.tensors[id].isOutput || numElements(tensors[id]) == 0) return false;
+  double v = loadElement(tensors[id], 0);
+  storeElement(tensors[id], 0, v + 1 + std::fabs(v));
+  return true;
+}
+
+CheckedReference referenceWithBounds(const Program& analysed, const std::vector<RefTensor>& inputs) {
+  CheckedReference r;
+  r.values = evaluateReference(analysed, inputs);
+  r.bounds = std::move(evaluateBounds(analysed, inputs).bounds);
+  return r;
+}
+
+std::vector<OutputCheck> checkOutputs(const Program& compiled, const std::vector<Tensor>& tensors, const Program& analysed,
+                                      const CheckedReference& ref) {
+  std::vector<OutputCheck> out;
+  for (size_t k = 0; k < compiled.outputs.size(); ++k) {
+    const TensorInfo& info = compiled.tensors[compiled.outputs[k]];
+    const int refId = analysed.outputs[k];
+    std::vector<double> got = toDoubles(tensors[compiled.outputs[k]]);
+    OutputCheck c;
+    c.name = info.name;
+    c.shape = info.shape;
+    c.error = compareToReference(ref.values[refId].data.data(), got.data(), got.size());
+    c.comparison = compareValues(ref.values[refId].data, ref.bounds[refId], got, info.shape, toleranceFor(info.dtype));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+bool anyBeyond(const std::vector<OutputCheck>& checks) {
+  for (const OutputCheck& c : checks)
+    if (c.beyond()) return true;
+  return false;
+}
+
+std::string describeWorst(const OutputCheck& c) {
+  const Comparison& k = c.comparison;
+  if (k.worstIndex < 0) return fmt::format("{}: no element compared", c.name);
+  std::string bound = std::isfinite(k.worstRef) ? fmt::format("bound {:.3g}", k.worstAllowed) : "must match exactly";
+  return fmt::format("{}{} = {}, reference {}, {} ({} of {} elements beyond)", c.name, formatIndex(k.worstIndex, c.shape),
+                     fmtDouble(k.worstGot), fmtDouble(k.worstRef), bound, k.mismatches, k.elements);
+}
+
 std::vector<void*> bindTensors(const Program& p, std::vector<Tensor>& tensors) {
   std::vector<void*> ptrs(p.tensors.size());
   for (size_t i = 0; i < p.tensors.size(); ++i) {
@@ -87,14 +178,16 @@ auto allocating(const TensorInfo& t, Alloc alloc) {
 
 }  // namespace
 
-ProgramMemory::ProgramMemory(const Program& p, const loops::MemoryPlan* plan, std::vector<Tensor>& tensors)
-    : program_(p), plan_(plan), tensors_(tensors), unplanned_(p.tensors.size()), ptrs_(p.tensors.size(), nullptr) {
+ProgramMemory::ProgramMemory(const Program& p, const loops::MemoryPlan* plan, std::vector<Tensor>& tensors, bool poison)
+    : program_(p), plan_(plan), tensors_(tensors), unplanned_(p.tensors.size()), ptrs_(p.tensors.size(), nullptr),
+      poison_(poison || poisonRequested()) {
   if (plan_) {
     try {
       arena_ = Buffer(static_cast<size_t>(plan_->arenaBytes));
     } catch (const std::bad_alloc&) {
       throw CommandError{kExitRuntime, fmt::format("out of memory allocating the arena of the intermediates ({} bytes)", plan_->arenaBytes)};
     }
+    if (poison_) poisonBytes(arena_.data(), arena_.size());
   }
   for (size_t i = 0; i < p.tensors.size(); ++i) {
     const TensorInfo& t = p.tensors[i];
@@ -102,6 +195,7 @@ ProgramMemory::ProgramMemory(const Program& p, const loops::MemoryPlan* plan, st
       ptrs_[i] = tensors_[i].data.data();
     } else if (t.isOutput) {
       tensors_[i] = allocating(t, [&] { return makeTensor(elemTypeOf(t.dtype), t.shape); });
+      if (poison_) poisonBytes(tensors_[i].data.data(), tensors_[i].data.size());
       ptrs_[i] = tensors_[i].data.data();
     } else if (const loops::PlannedTemp* placed = plan_ ? plan_->find(static_cast<int>(i)) : nullptr) {
       ptrs_[i] = arena_.data() + placed->offset;
@@ -115,6 +209,7 @@ void** ProgramMemory::prepareRun() {
     if (t.isInput || t.isOutput || (plan_ && plan_->find(static_cast<int>(i)))) continue;
     // An intermediate of an unplanned run (or one no kernel writes): a buffer of its own.
     unplanned_[i] = allocating(t, [&] { return Buffer::uninitialized(byteSize(elemTypeOf(t.dtype), t.shape)); });
+    if (poison_) poisonBytes(unplanned_[i].data(), unplanned_[i].size());
     ptrs_[i] = unplanned_[i].data();
   }
   return ptrs_.data();

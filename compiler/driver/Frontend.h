@@ -15,7 +15,9 @@
 namespace texc {
 
 // Exit statuses of every texc command (spec section 6).
-enum ExitCode : int { kExitOk = 0, kExitProgramError = 1, kExitUsage = 2, kExitRuntime = 3 };
+// kExitMismatch: results differ from the float64 reference beyond their error bound (the outputs
+// are still written).
+enum ExitCode : int { kExitOk = 0, kExitProgramError = 1, kExitUsage = 2, kExitRuntime = 3, kExitMismatch = 4 };
 
 // Thrown for bad command-line usage (exit 2) and run-time failures (exit 3) alike.
 struct CommandError {

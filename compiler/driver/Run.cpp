@@ -69,6 +69,27 @@ class CreatedDirectories {
   std::vector<std::filesystem::path> missing_;  // deepest first
 };
 
+// Poisoned memory (TEXC_POISON=1, docs/testing.md): the first run started on NaN; runs the
+// kernels again on what it left and requires the same bits in every output, so a kernel that
+// reads memory before writing it, or leans on what an earlier run left, shows up as a failure.
+template <typename RunOnce>
+void checkSecondRun(const Program& p, std::vector<Tensor>& tensors, RunOnce runOnce) {
+  std::vector<Tensor> first;
+  for (int id : p.outputs) first.push_back(copyTensor(tensors[id]));
+  runOnce();
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    const Tensor& now = tensors[p.outputs[k]];
+    if (std::memcmp(now.data.data(), first[k].data.data(), now.data.size()) == 0) continue;
+    int64_t n = numElements(now), i = 0;
+    while (i < n && std::memcmp(now.data.data() + i * elemBytes(now.type), first[k].data.data() + i * elemBytes(now.type),
+                                elemBytes(now.type)) == 0)
+      ++i;
+    throw CommandError{kExitRuntime, fmt::format("TEXC_POISON: a second run on the same memory changed output '{}' element {}: "
+                                                 "{} after the first run, {} after the second",
+                                                 p.tensors[p.outputs[k]].name, i, loadElement(first[k], i), loadElement(now, i))};
+  }
+}
+
 }  // namespace
 
 int commandRun(const RunOptions& o) {
@@ -149,14 +170,18 @@ int commandRun(const RunOptions& o) {
   ProgramMemory memory(p, c->state.memoryPlan ? &*c->state.memoryPlan : nullptr, tensors);
   ThreadPool pool(cuda ? 1 : o.threads);
   Stopwatch runClock;
-  try {
-    if (cuda) gpuExe->run(memory.prepareRun());
-    else exe->run(memory.prepareRun(), pool);
-    memory.finishRun();
-  } catch (const CudaError& e) {
-    throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
-  }
+  auto runOnce = [&] {
+    try {
+      if (cuda) gpuExe->run(memory.prepareRun());
+      else exe->run(memory.prepareRun(), pool);
+      memory.finishRun();
+    } catch (const CudaError& e) {
+      throw CommandError{kExitRuntime, fmt::format("--target cuda: {}", e.what())};
+    }
+  };
+  runOnce();
   double runMs = runClock.milliseconds();
+  if (memory.poisoned()) checkSecondRun(p, tensors, runOnce);
   size_t numKernels = cuda ? gpuExe->numKernels() : exe->numKernels();
   if (o.repeat > 0) {
     // Kernel time (plus, unplanned, the allocation of the intermediates): the first run above
@@ -178,22 +203,25 @@ int commandRun(const RunOptions& o) {
                              cuda ? "on " + gpu->name() : fmt::format("{} threads", pool.numThreads()));
   }
 
+  applyTestDamage(p, tensors, "");
+
   // --check runs the reference before any output is written: if it fails (out of memory), the
   // command writes nothing. Its lines are printed at the end.
   std::string checkReport;
+  std::vector<OutputCheck> checks;
   if (o.check) {
     // The reference runs the program as semantic analysis left it, before any pass, so a pass
     // that changes results shows up here. Inputs and outputs keep their order through the passes.
     const Program& analysed = *c->state.analysed;
     std::vector<RefTensor> refInputs;
     for (int id : p.inputs) refInputs.push_back({p.tensors[id].shape, toDoubles(tensors[id])});
-    std::vector<RefTensor> ref = evaluateReference(analysed, refInputs);
-    for (size_t k = 0; k < p.outputs.size(); ++k) {
-      int id = p.outputs[k];
-      std::vector<double> got = toDoubles(tensors[id]);
-      ErrorStats e = compareToReference(ref[analysed.outputs[k]].data.data(), got.data(), got.size());
-      checkReport += fmt::format("{}: max abs error {:.3g}, max rel error {:.3g} vs the float64 reference\n", p.tensors[id].name,
-                                 e.maxAbs, e.maxRel);
+    checks = checkOutputs(p, tensors, analysed, referenceWithBounds(analysed, refInputs));
+    for (const OutputCheck& k : checks) {
+      checkReport += fmt::format("{}: max abs error {:.3g}, max rel error {:.3g} vs the float64 reference", k.name, k.error.maxAbs,
+                                 k.error.maxRel);
+      if (k.comparison.uncertain > 0)
+        checkReport += fmt::format(" ({} of {} elements uncertain, not judged)", k.comparison.uncertain, k.comparison.elements);
+      checkReport += k.beyond() ? fmt::format("\n{}: BEYOND the error bound: {}\n", k.name, describeWorst(k)) : ", within the error bound\n";
     }
   }
 
@@ -216,6 +244,15 @@ int commandRun(const RunOptions& o) {
                              cuda ? "on " + gpu->name() : fmt::format("{} threads", pool.numThreads()));
   }
   std::cout << checkReport;
+  if (anyBeyond(checks)) {
+    std::string names;
+    int count = 0;
+    for (const OutputCheck& k : checks)
+      if (k.beyond()) names += fmt::format("{}'{}'", count++ ? ", " : "", k.name);
+    std::cerr << fmt::format("texc: error: --check: output{} {} differ{} from the float64 reference beyond the error bound (outputs written)\n",
+                             count > 1 ? "s" : "", names, count > 1 ? "" : "s");
+    return kExitMismatch;
+  }
   return kExitOk;
 }
 

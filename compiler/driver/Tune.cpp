@@ -1,7 +1,8 @@
 // texc tune: a small auto-tuner over the tile pass's settings. Starting from the rule, it times
 // a few candidate schedules one setting at a time (the register tile, then the k block, then the
 // loop order), each on the same random inputs, keeps the fastest (when it beats the best so far
-// by 2 % at least), and writes it as a schedule
+// by 2 % at least; a candidate whose results differ from the float64 reference beyond the error
+// bound is discarded untimed), and writes it as a schedule
 // file (docs/scheduling.md, "Tuning: texc tune") to a cache keyed by the program, its -D values,
 // the fusion mode, the thread count and the host. A second `texc tune` of the same program
 // reads the cache instead of measuring again.
@@ -67,6 +68,7 @@ struct Workspace {
   std::vector<Tensor> tensors;
   std::unique_ptr<ProgramMemory> memory;
   std::string plan;  // printed; a candidate whose plan differs gets memory of its own
+  CheckedReference reference;  // of the analysed program on the inputs, with error bounds
 };
 
 std::string planText(const CompileState& s) { return s.memoryPlan ? loops::printMemoryPlan(*s.loops, *s.memoryPlan) : ""; }
@@ -82,6 +84,7 @@ struct Candidate {
   std::vector<double> samples;
   double ms = 0;
   double maxRelDiff = 0;  // largest |output - the rule's output| / largest |the rule's output|
+  std::string discarded;  // why the candidate was dropped untimed (beyond the error bound); empty if not
 };
 
 CompileRequest candidateRequest(const TuneOptions& t, const Settings& settings, Stage until) {
@@ -114,6 +117,10 @@ std::unique_ptr<Candidate> prepare(const TuneOptions& t, const Settings& setting
   c->exe = CpuExecutable::load(std::move(state.llvmContext), std::move(state.llvmModule), *state.loops, t.program.pipeline.optLevel,
                                 cpuTarget(t.program.pipeline.cpu));
   c->exe->run(c->memory->prepareRun(), pool);
+  // Its results against the reference: a schedule that computes wrong values is never kept.
+  applyTestDamage(g, *tensors, settingsLabel(settings));
+  for (const OutputCheck& k : checkOutputs(g, *tensors, *state.analysed, ws.reference))
+    if (k.beyond()) c->discarded += (c->discarded.empty() ? "" : "; ") + describeWorst(k);
   std::vector<std::vector<double>> outputs;
   for (int id : g.outputs) outputs.push_back(toDoubles((*tensors)[id]));
   c->memory->finishRun();
@@ -200,6 +207,12 @@ int commandTune(const TuneOptions& t) {
     ws.tensors[planned.inputs[k]] = makeTensor(elemTypeOf(info.dtype), info.shape);
     fillRandom(ws.tensors[planned.inputs[k]], t.seed, k);
   }
+  {
+    const Program& analysed = *ws.compilation->state.analysed;
+    std::vector<RefTensor> refInputs;
+    for (int id : planned.inputs) refInputs.push_back({planned.tensors[id].shape, toDoubles(ws.tensors[id])});
+    ws.reference = referenceWithBounds(analysed, refInputs);
+  }
   ws.plan = planText(ws.compilation->state);
   ws.memory = std::make_unique<ProgramMemory>(planned, ws.compilation->state.memoryPlan ? &*ws.compilation->state.memoryPlan : nullptr,
                                               ws.tensors);
@@ -230,6 +243,7 @@ int commandTune(const TuneOptions& t) {
     const char* stage;
     Settings settings;
     double ms, vsBest, maxRelDiff;
+    std::string discarded;
   };
   std::vector<Row> measured;
   std::vector<Settings> seen = {Settings{}};
@@ -238,19 +252,32 @@ int commandTune(const TuneOptions& t) {
   for (size_t stage = 0; stage < stages.size(); ++stage) {
     std::vector<std::unique_ptr<Candidate>> candidates;
     candidates.push_back(prepare(t, best, ws, pool, ruleOutputs));
+    if (!candidates[0]->discarded.empty()) {
+      // The rule (or a kept candidate, run again) is wrong: there is nothing sound to start from.
+      std::cerr << fmt::format("texc: error: tune: {} differs from the float64 reference beyond the error bound: {}\n",
+                               settingsLabel(best), candidates[0]->discarded);
+      return kExitMismatch;
+    }
     for (const Settings& change : stages[stage]) {
       Settings s = best;
       for (const auto& [k, v] : change) s[k] = v;
       if (std::find(seen.begin(), seen.end(), s) != seen.end()) continue;
       seen.push_back(s);
-      candidates.push_back(prepare(t, s, ws, pool, ruleOutputs));
+      std::unique_ptr<Candidate> c = prepare(t, s, ws, pool, ruleOutputs);
+      if (!c->discarded.empty()) {
+        std::cerr << fmt::format("tune: discarded {}: its results differ from the float64 reference beyond the error bound: {}\n",
+                                 settingsLabel(s), c->discarded);
+        measured.push_back({stageNames[stage], s, 0, 0, c->maxRelDiff, c->discarded});
+        continue;
+      }
+      candidates.push_back(std::move(c));
     }
     timeInterleaved(candidates, t.repeat, pool);
     const double incumbent = candidates[0]->ms;
     size_t winner = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
       const Candidate& c = *candidates[i];
-      measured.push_back({stageNames[stage], c.settings, c.ms, incumbent / c.ms, c.maxRelDiff});
+      measured.push_back({stageNames[stage], c.settings, c.ms, incumbent / c.ms, c.maxRelDiff, ""});
       if (c.ms < candidates[winner]->ms && c.ms < incumbent * kMinGain) winner = i;
     }
     if (winner == 0) continue;
@@ -262,14 +289,21 @@ int commandTune(const TuneOptions& t) {
     for (std::unique_ptr<Candidate>& c : pair) c->samples.clear();
     timeInterleaved(pair, t.repeat, pool);
     for (const std::unique_ptr<Candidate>& c : pair)
-      measured.push_back({"confirm", c->settings, c->ms, pair[0]->ms / c->ms, c->maxRelDiff});
+      measured.push_back({"confirm", c->settings, c->ms, pair[0]->ms / c->ms, c->maxRelDiff, ""});
     if (pair[1]->ms < pair[0]->ms * kMinGain) best = pair[1]->settings;
   }
 
   std::vector<std::vector<std::string>> rows = {{"stage", "settings", "median ms", "vs the stage's first", "max rel diff"}};
-  for (const Row& r : measured)
+  std::string discardedText;
+  for (const Row& r : measured) {
+    if (!r.discarded.empty()) {
+      rows.push_back({r.stage, settingsLabel(r.settings), "discarded", "-", fmt::format("{:.1e}", r.maxRelDiff)});
+      discardedText += fmt::format("# discarded {}: beyond the error bound: {}\n", settingsLabel(r.settings), r.discarded);
+      continue;
+    }
     rows.push_back({r.stage, settingsLabel(r.settings), fmt::format("{:.3f}", r.ms), fmt::format("{:.3f}x", r.vsBest),
                     fmt::format("{:.1e}", r.maxRelDiff)});
+  }
   std::string table = renderTable(rows);
   std::string defines, kernels;
   for (const std::string& d : t.program.defines) defines += " -D " + d;
@@ -282,6 +316,7 @@ int commandTune(const TuneOptions& t) {
     if (next == std::string::npos) next = table.size();
     text += "# " + table.substr(at, next - at) + "\n";
   }
+  text += discardedText;
   text += fmt::format("# best: {}\n", settingsLabel(best));
   text += settingsText(best);
   if (!cached.empty()) {

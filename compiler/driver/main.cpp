@@ -1,6 +1,6 @@
 // texc: the command line (spec section 6). CLI11 parses; each subcommand is a function in
-// Commands.h. Exit statuses: 0 success, 1 program errors, 2 usage, 3 run-time failure, 4 --check
-// found an output beyond its error bound.
+// Commands.h. Exit statuses: 0 success, 1 program errors, 2 usage, 3 run-time failure, 4 results
+// beyond their error bound against the float64 reference (run --check, compare).
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   run->add_option("--threads", runOpts.threads, "threads to run on (default: one per core)");
   run->add_option("--repeat", runOpts.repeat, "after the run, time N more runs and print the median and min kernel time")
       ->check(CLI::NonNegativeNumber);
-  run->add_flag("--check", runOpts.check, "also run the float64 reference and print each output's error");
+  run->add_flag("--check", runOpts.check, "also run the float64 reference, print each output's error, exit 4 when one is beyond its error bound");
 
   ExplainOptions explainOpts;
   CLI::App* explain = app.add_subcommand("explain", "dataflow table, kernels fused vs unfused with bytes, FLOPs and roofline time, fusion decisions");

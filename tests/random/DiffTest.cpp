@@ -29,8 +29,8 @@
 #include "runtime/Buffer.h"
 #include "runtime/Half.h"
 #include "runtime/ThreadPool.h"
-#include "tests/unit/e2e/ErrorBound.h"
-#include "tests/unit/e2e/Tolerance.h"
+#include "compiler/reference/ErrorBound.h"
+#include "compiler/reference/Tolerance.h"
 #include "tests/random/EmulatedCuda.h"
 
 namespace texc::random {
@@ -108,7 +108,7 @@ void poison(Tensor& t) {
 // Compares every output of one run (`tensors`, by tensor id of the compiled graph `p`) with the
 // reference; appends problems to `out`. `label` names the run in the report.
 void compareOutputs(const std::string& label, const Program& p, const std::vector<Tensor>& tensors, const Program& analysed,
-                    const std::vector<RefTensor>& ref, const e2e::BoundResult& bounds, bool damage, Outcome& out) {
+                    const std::vector<RefTensor>& ref, const BoundResult& bounds, bool damage, Outcome& out) {
   for (size_t k = 0; k < p.outputs.size(); ++k) {
     int refId = analysed.outputs[k];
     const TensorInfo& info = analysed.tensors[refId];
@@ -119,7 +119,7 @@ void compareOutputs(const std::string& label, const Program& p, const std::vecto
       out.report += "[" + label + "] output " + info.name + " has the wrong size\n";
       continue;
     }
-    e2e::Comparison c = e2e::compareValues(ref[refId].data, bounds.bounds[refId], got, info.shape, e2e::toleranceFor(info.dtype));
+    Comparison c = compareValues(ref[refId].data, bounds.bounds[refId], got, info.shape, toleranceFor(info.dtype));
     if (c.mismatches > 0) {
       out.verdict = Verdict::Mismatch;
       out.report += "[" + label + "] output " + info.name + ": " + std::to_string(c.mismatches) + " of " +
@@ -153,7 +153,7 @@ bool compileVariant(const SourceFile& file, DiagnosticEngine& diags, const Varia
 // small blocks and a small grid (so grid-stride loops take several rounds and block reductions
 // combine several warps), compiled with the host compiler and run in a device-like arena.
 void checkEmulatedCuda(const std::string& source, const Variant& v, const Program& analysed, const std::vector<Tensor>& inputs,
-                       const std::vector<RefTensor>& ref, const e2e::BoundResult& bounds, bool damage, Outcome& out) {
+                       const std::vector<RefTensor>& ref, const BoundResult& bounds, bool damage, Outcome& out) {
   SourceFile file("random.tex", source);
   DiagnosticEngine diags(&file);
   CompileState s;
@@ -186,7 +186,7 @@ void checkEmulatedCuda(const std::string& source, const Variant& v, const Progra
 
 // Compiles, runs and compares one variant; appends problems to `out`.
 void checkVariant(const std::string& source, const Variant& v, const Program& analysed, const std::vector<Tensor>& inputs,
-                  const std::vector<RefTensor>& ref, const e2e::BoundResult& bounds, bool damage, Outcome& out) {
+                  const std::vector<RefTensor>& ref, const BoundResult& bounds, bool damage, Outcome& out) {
   if (v.options.target == Target::Cuda) return checkEmulatedCuda(source, v, analysed, inputs, ref, bounds, damage, out);
   SourceFile file("random.tex", source);
   DiagnosticEngine diags(&file);
@@ -201,14 +201,18 @@ void checkVariant(const std::string& source, const Variant& v, const Program& an
       tensors[p.inputs[k]] = copyTensor(inputs[k]);
     }
     // The memory the driver gives a run: the planned arena (in-place kernels read their input
-    // through the output's pointer), or with --no-plan a buffer per intermediate.
-    ProgramMemory memory(p, s.memoryPlan ? &*s.memoryPlan : nullptr, tensors);
-    for (int id : p.outputs) poison(tensors[id]);
+    // through the output's pointer), or with --no-plan a buffer per intermediate. Poisoned: the
+    // arena, intermediates and outputs start as NaN, and a second run starts from what the first
+    // left, so reading an element before writing it, or not writing it, fails (docs/testing.md).
+    ProgramMemory memory(p, s.memoryPlan ? &*s.memoryPlan : nullptr, tensors, /*poison=*/true);
     ThreadPool pool(threads);
-    exe->run(memory.prepareRun(), pool);
-    memory.finishRun();
+    for (int run = 1; run <= 2; ++run) {
+      exe->run(memory.prepareRun(), pool);
+      memory.finishRun();
+      compareOutputs(v.name + " --threads " + std::to_string(threads) + " (run " + std::to_string(run) + " on poisoned memory)",
+                     p, tensors, analysed, ref, bounds, damage, out);
+    }
     ++out.variantRuns;
-    compareOutputs(v.name + " --threads " + std::to_string(threads), p, tensors, analysed, ref, bounds, damage, out);
   }
 }
 
@@ -238,10 +242,10 @@ Outcome checkProgram(const std::string& source, const std::vector<Variant>& vs, 
     refInputs.push_back({info.shape, toDoubles(inputs.back())});
   }
   std::vector<RefTensor> ref;
-  e2e::BoundResult bounds;
+  BoundResult bounds;
   try {
     ref = evaluateReference(p, refInputs);
-    bounds = e2e::evaluateBounds(p, refInputs);
+    bounds = evaluateBounds(p, refInputs);
   } catch (const std::exception& e) {
     out.verdict = Verdict::Mismatch;
     out.report = std::string("the reference interpreter failed: ") + e.what() + "\n";

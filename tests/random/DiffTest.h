@@ -39,7 +39,7 @@ bool isFailure(Verdict v);  // Mismatch, Crash, Hang
 struct Outcome {
   Verdict verdict = Verdict::Pass;
   std::string report;   // what failed, which variant, the first wrong elements
-  int variantRuns = 0;  // variant x thread-count runs that were checked
+  int variantRuns = 0;  // variant x thread-count runs that were checked (each CPU one twice, poisoned)
 };
 
 struct CheckOptions {

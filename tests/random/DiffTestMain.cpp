@@ -1,13 +1,16 @@
 // texc-difftest: random programs through every pipeline variant against the float64 reference.
 //
 //   texc-difftest [--seed S] [--count N] [--time-limit SECONDS] [--save-failures DIR]
+//                 [--min-programs N] [--max-inconclusive PERCENT]
 //   texc-difftest --print --seed S          the program of seed S, and nothing else
 //   texc-difftest FILE.tex...               check given programs instead of random ones
 //
 // Program k of a run is generated from seed S + k, so `--seed S+k --count 1` reproduces it.
 // A failing program is shrunk (Shrinker.h) and, with --save-failures, written to DIR as
 // seed-N.tex (as generated) and seed-N.min.tex (shrunk, ready for tests/e2e/). Exits 1 when any
-// program failed or the generator produced an invalid one, 2 on bad usage.
+// program failed or the generator produced an invalid one, or when the run checked too little:
+// fewer programs than --min-programs (a time limit hit early) or more inconclusive ones than
+// --max-inconclusive percent; 2 on bad usage.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -57,6 +60,8 @@ struct Options {
   int64_t count = 100;
   double timeLimit = 0;
   double timeout = 120;
+  int64_t minPrograms = 0;
+  double maxInconclusivePercent = 100;
   std::string saveDir;
   bool shrink = true;
   bool print = false;
@@ -85,6 +90,9 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", o.timeout, "seconds one program may take under all variants before it counts as a hang");
   app.add_option("--save-failures", o.saveDir, "write each failing program and its shrunk form to this directory");
   app.add_flag("!--no-shrink", o.shrink, "report failures without shrinking them");
+  app.add_option("--min-programs", o.minPrograms, "fail when fewer programs than this ran (say, the time limit came first)");
+  app.add_option("--max-inconclusive", o.maxInconclusivePercent, "fail when more than this percentage of the programs was inconclusive")
+      ->check(CLI::Range(0.0, 100.0));
   app.add_flag("--print", o.print, "print the program of --seed and exit");
   app.add_flag("-v,--verbose", o.verbose, "print every program's verdict");
   app.add_flag("--damage-for-test", o.check.damageForTest,
@@ -147,9 +155,21 @@ int main(int argc, char** argv) {
 
   int64_t failures = counts[Verdict::Mismatch] + counts[Verdict::Crash] + counts[Verdict::Hang];
   std::cout << fmt::format(
-      "{} programs, {} variant runs ({} variants x threads) in {:.1f} s: {} passed, {} inconclusive, {} mismatches, {} "
-      "crashes, {} hangs, {} invalid\n",
+      "{} programs, {} variant runs ({} variants x threads; each CPU run twice on poisoned memory) in {:.1f} s: {} passed, {} "
+      "inconclusive, {} mismatches, {} crashes, {} hangs, {} invalid\n",
       programs, runs, variants().size(), elapsed(), counts[Verdict::Pass], counts[Verdict::Inconclusive],
       counts[Verdict::Mismatch], counts[Verdict::Crash], counts[Verdict::Hang], counts[Verdict::Invalid]);
-  return failures + counts[Verdict::Invalid] > 0 ? 1 : 0;
+  // A run that checked too little is a failure too: a slow machine must not pass by running few.
+  bool tooLittle = false;
+  if (programs < o.minPrograms) {
+    std::cout << fmt::format("too few programs: {} ran, --min-programs is {}\n", programs, o.minPrograms);
+    tooLittle = true;
+  }
+  const double inconclusivePercent = programs ? 100.0 * static_cast<double>(counts[Verdict::Inconclusive]) / static_cast<double>(programs) : 0;
+  if (inconclusivePercent > o.maxInconclusivePercent) {
+    std::cout << fmt::format("too many inconclusive programs: {} of {} ({:.1f} %), --max-inconclusive is {} %\n",
+                             counts[Verdict::Inconclusive], programs, inconclusivePercent, o.maxInconclusivePercent);
+    tooLittle = true;
+  }
+  return failures + counts[Verdict::Invalid] > 0 || tooLittle ? 1 : 0;
 }

@@ -15,30 +15,16 @@
 #include <cstring>
 #include <map>
 
-#include "../e2e/ErrorBound.h"
 #include "CudaTestSupport.h"
 #include "compiler/backend/cuda/CodeGenCUDA.h"
 #include "compiler/driver/Execution.h"
+#include "compiler/reference/ErrorBound.h"
 #include "compiler/reference/Reference.h"
+#include "compiler/reference/Tolerance.h"
 #include "tests/support/Skip.h"
 
 namespace texc::cudatest {
 namespace {
-
-// The e2e suite's tolerance (tests/unit/e2e/E2EHarness.cpp, toleranceFor): atol + rtol*|ref| +
-// 3 * the per-element error bound.
-struct Tolerance {
-  double rtol, atol;
-};
-Tolerance toleranceFor(DType t) {
-  switch (t) {
-    case DType::F64: return {0x1p-52, 1e-300};
-    case DType::F32: return {0x1p-23, 1e-30};
-    case DType::F16: return {0x1p-10, 0x1p-24};
-    case DType::BF16: return {0x1p-7, 1e-30};
-  }
-  return {0, 0};
-}
 
 struct Case {
   TestProgram program;
@@ -193,24 +179,16 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
       INFO(what);
       CHECK(differ == 0);
     }
-    e2e::BoundResult bounds = e2e::evaluateBounds(analysed, refInputs);
+    // The tolerance rule of the e2e suite (compiler/reference/Tolerance.h).
+    BoundResult bounds = evaluateBounds(analysed, refInputs);
     for (size_t o = 0; o < p.outputs.size(); ++o) {
       int id = p.outputs[o];
       int refId = analysed.outputs[o];
       std::vector<double> got = toDoubles(tensors[id]);
-      const std::vector<double>& ref = bounds.values[refId].data;
-      const std::vector<double>& bound = bounds.bounds[refId];
-      Tolerance tol = toleranceFor(p.tensors[id].dtype);
-      int64_t bad = 0;
-      std::string first;
-      for (size_t i = 0; i < got.size(); ++i) {
-        if (std::isinf(bound[i])) continue;  // uncertain: not compared (as in the e2e suite)
-        bool same = (std::isnan(ref[i]) && std::isnan(got[i])) || got[i] == ref[i] ||
-                    std::fabs(got[i] - ref[i]) <= tol.atol + tol.rtol * std::fabs(ref[i]) + 3 * bound[i];
-        if (!same && bad++ == 0) first = fmt::format("element {}: got {} want {} (bound {})", i, got[i], ref[i], bound[i]);
-      }
-      INFO("output " << p.tensors[id].name << ": " << bad << " of " << got.size() << " elements differ; " << first);
-      CHECK(bad == 0);
+      Comparison c = compareValues(bounds.values[refId].data, bounds.bounds[refId], got, p.tensors[id].shape,
+                                   toleranceFor(p.tensors[id].dtype));
+      INFO("output " << p.tensors[id].name << ": " << c.mismatches << " of " << got.size() << " elements differ\n" << c.details);
+      CHECK(c.mismatches == 0);
     }
     ++checked;
   }

@@ -414,6 +414,10 @@ void runJobs(std::vector<Job>& jobs, int parallel, double timeoutSeconds) {
 }
 
 const PreparedProgram& prepare(const ProgramSpec& spec) {
+  // Every texc run starts on poisoned memory and runs its kernels a second time on what the first
+  // left (docs/testing.md, "Poisoned memory"); TEXC_POISON=0 in the environment turns it off.
+  static const bool poisonSet = ::setenv("TEXC_POISON", "1", /*overwrite=*/0) == 0;
+  (void)poisonSet;
   static std::map<std::string, PreparedProgram> cache;
   static size_t ordinal = 0;
   auto it = cache.find(spec.label);

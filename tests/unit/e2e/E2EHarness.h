@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "ErrorBound.h"
-#include "Tolerance.h"
+#include "compiler/reference/ErrorBound.h"
+#include "compiler/reference/Tolerance.h"
 #include "compiler/reference/Reference.h"
 #include "frontend/Program.h"
 #include "frontend/Sema.h"
@@ -73,7 +73,8 @@ struct PreparedProgram {
   std::vector<Job> runs;  // one per variant, in variants() order
 };
 
-// Prepares `spec` once (and runs every variant); later calls return the cached result.
+// Prepares `spec` once (and runs every variant); later calls return the cached result. The texc
+// runs get TEXC_POISON=1 unless the environment sets it: poisoned memory, the kernels run twice.
 const PreparedProgram& prepare(const ProgramSpec& spec);
 
 // Checks one variant's run of a prepared program: exit status, the files in the output

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "E2EHarness.h"
-#include "ErrorBound.h"
+#include "compiler/reference/ErrorBound.h"
 #include "frontend/Diagnostics.h"
 #include "frontend/Parser.h"
 #include "frontend/Sema.h"
@@ -104,6 +104,16 @@ TEST_CASE("e2e harness: the tolerance is atol + rtol*|ref| + 3*bound, and uncert
   CHECK(bad.mismatches == 2);
   CHECK(bad.details.find("[0, 0]") != std::string::npos);
   CHECK(bad.details.find("[1, 0]") != std::string::npos);
+  // The worst element is the one furthest beyond its tolerance (what run --check prints).
+  CHECK(bad.worstIndex == 0);
+  CHECK(bad.worstGot == 1.0 + 2e-6);
+  CHECK(bad.worstRef == 1.0);
+  CHECK(bad.worstAllowed == Approx(1e-9 + 1e-6));
+  CHECK(ok.worstIndex >= 0);
+  // A non-finite value where the reference is finite counts as infinitely far.
+  Comparison nan = compareValues(ref, bound, {1.0 + 2e-6, kNaN, 0.0, 5.0}, shape, tol);
+  CHECK(nan.mismatches == 2);
+  CHECK(nan.worstIndex == 1);
 }
 
 TEST_CASE("e2e harness: directives", "[e2e][harness]") {

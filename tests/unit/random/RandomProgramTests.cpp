@@ -94,7 +94,7 @@ TEST_CASE("random: a wrong value is caught, in process and in a child", "[random
   CHECK(o.report.find("output y: 1 of 5 elements differ") != std::string::npos);
   Outcome child = runIsolated(kSmallProgram, {variants().front()}, 60, damage);
   CHECK(child.verdict == Verdict::Mismatch);
-  CHECK(child.report.find("[" + variants().front().name + " --threads 1]") != std::string::npos);
+  CHECK(child.report.find("[" + variants().front().name + " --threads 1 (run 1 on poisoned memory)]") != std::string::npos);
   CHECK(runIsolated(kSmallProgram, {variants().front()}, 60).verdict == Verdict::Pass);
 }
 

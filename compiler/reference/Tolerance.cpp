@@ -1,10 +1,11 @@
-#include "Tolerance.h"
+#include "compiler/reference/Tolerance.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
-namespace texc::e2e {
+namespace texc {
 
 std::string formatIndex(int64_t flat, const std::vector<int64_t>& shape) {
   std::vector<int64_t> idx(shape.size());
@@ -38,10 +39,12 @@ Comparison compareValues(const std::vector<double>& ref, const std::vector<doubl
   constexpr int kMaxDetails = 8;
   Comparison c;
   c.elements = static_cast<int64_t>(ref.size());
+  double worstKey = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     const double r = ref[i], g = got[i], b = bounds[i];
     bool bad = false;
     double allowed = 0;
+    double ratio = 0;  // how far beyond (> 1) or within (<= 1) its tolerance this element is
     if (std::isnan(r)) {
       bad = !std::isnan(g);
     } else if (std::isinf(r)) {
@@ -53,7 +56,18 @@ Comparison compareValues(const std::vector<double>& ref, const std::vector<doubl
       allowed = tol.atol + tol.rtol * std::fabs(r) + tol.boundFactor * b;
       double diff = std::fabs(g - r);
       bad = !std::isfinite(g) || diff > allowed;
-      if (std::isfinite(g)) c.worstRatio = std::max(c.worstRatio, diff / allowed);
+      if (std::isfinite(g)) {
+        ratio = diff / allowed;
+        c.worstRatio = std::max(c.worstRatio, ratio);
+      }
+    }
+    if (bad && !(ratio > 1)) ratio = std::numeric_limits<double>::infinity();
+    if ((bad || std::isfinite(r)) && (c.worstIndex < 0 || ratio > worstKey)) {
+      worstKey = ratio;
+      c.worstIndex = static_cast<int64_t>(i);
+      c.worstGot = g;
+      c.worstRef = r;
+      c.worstAllowed = allowed;
     }
     if (!bad) continue;
     if (c.mismatches++ < kMaxDetails) {
@@ -68,4 +82,4 @@ Comparison compareValues(const std::vector<double>& ref, const std::vector<doubl
   return c;
 }
 
-}  // namespace texc::e2e
+}  // namespace texc

@@ -1,5 +1,6 @@
-// A per-element bound on the rounding error that compiled code may legitimately make, for the
-// end-to-end tests. See docs/testing.md ("The tolerance rule") for the model and its constants.
+// A per-element bound on the rounding error that compiled code may legitimately make: what
+// `texc run --check`, `compare`, `tune` and the tests hold results to. See docs/testing.md ("The
+// tolerance rule") for the model and its constants.
 //
 // The evaluator walks every computation of an analysed Program exactly as the float64 reference
 // interpreter does (same loops, same skipped terms), carrying for every subexpression its value
@@ -22,7 +23,7 @@
 #include "compiler/reference/Reference.h"
 #include "frontend/Program.h"
 
-namespace texc::e2e {
+namespace texc {
 
 // Unit roundoff (half an ulp of 1) of a compute dtype: 2^-24 for f32 (f16 and bf16 compute in
 // f32), 2^-53 for f64.
@@ -50,4 +51,4 @@ struct BoundResult {
 // std::invalid_argument / std::logic_error like evaluateReference.
 BoundResult evaluateBounds(const Program& p, const std::vector<RefTensor>& inputs);
 
-}  // namespace texc::e2e
+}  // namespace texc

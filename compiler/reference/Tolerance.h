@@ -1,6 +1,6 @@
-// The tolerance rule of the end-to-end tests (docs/testing.md, "The tolerance rule"): how one
-// output is compared with the float64 reference and its per-element error bounds. Shared by the
-// e2e suite and the random differential tester (tests/random/), so both judge results alike.
+// The tolerance rule (docs/testing.md, "The tolerance rule"): how one output is compared with the
+// float64 reference and its per-element error bounds (ErrorBound.h). Shared by `texc run --check`,
+// `compare` and `tune`, the e2e suite and the random differential tester, so all judge alike.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "frontend/Program.h"
 
-namespace texc::e2e {
+namespace texc {
 
 // The comparison of one output with the reference (docs/testing.md, "The tolerance rule").
 struct Tolerance {
@@ -25,6 +25,12 @@ struct Comparison {
   int64_t uncertain = 0;  // finite reference, infinite bound: not compared
   double worstRatio = 0;  // max |got - ref| / tol over the compared elements
   std::string details;    // the first mismatches, one per line
+  // The worst element: the mismatch furthest beyond its tolerance (a non-finite mismatch counts as
+  // infinitely far; the first one wins), or without mismatches the compared element closest to
+  // its tolerance. -1 when no element was compared or mismatched.
+  int64_t worstIndex = -1;
+  double worstGot = 0, worstRef = 0;
+  double worstAllowed = 0;  // its tolerance: atol + rtol*|ref| + 3*bound (0 for a non-finite reference)
 };
 
 // Compares `got` with `ref` under `tol` and the per-element `bounds` (same length). `shape` is
@@ -37,4 +43,4 @@ std::string formatIndex(int64_t flat, const std::vector<int64_t>& shape);
 // `v` with 9 significant digits.
 std::string fmtDouble(double v);
 
-}  // namespace texc::e2e
+}  // namespace texc

@@ -1,6 +1,6 @@
 // The error-bound evaluator of ErrorBound.h: a tree walk that mirrors compiler/reference/
 // Reference.cpp node for node, carrying an error bound next to each value.
-#include "ErrorBound.h"
+#include "compiler/reference/ErrorBound.h"
 
 #include <cmath>
 #include <limits>
@@ -8,7 +8,7 @@
 
 #include "compiler/reference/Reference.h"
 
-namespace texc::e2e {
+namespace texc {
 
 namespace {
 
@@ -383,4 +383,4 @@ BoundResult evaluateBounds(const Program& p, const std::vector<RefTensor>& input
   return r;
 }
 
-}  // namespace texc::e2e
+}  // namespace texc
