@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "compiler/backend/cuda/CudaDriver.h"
 #include "frontend/Diagnostics.h"
 #include "frontend/Parser.h"
 #include "frontend/Source.h"
@@ -323,6 +324,14 @@ std::vector<ProgramSpec> discoverPrograms() {
   return out;
 }
 
+bool gpuOpens() {
+  try {
+    return CudaDevice::open() != nullptr;
+  } catch (const std::exception&) {
+    return false;  // no driver, no device, or a driver error: no CUDA variant
+  }
+}
+
 const std::vector<Variant>& variants() {
   // Default fusion is the absence of --fuse. TEXC_E2E_ALL_VARIANTS adds the other fusion mode,
   // the middle optimisation levels and odd thread counts (slower; not run by default).
@@ -340,6 +349,9 @@ const std::vector<Variant>& variants() {
         // Convolutions through the whole im2col patch matrix instead of implicit GEMM blocks.
         {"-O3 --conv=im2col --threads 1", {"-O3", "--conv=im2col", "--threads", "1"}},
     };
+    // Where a GPU opens, every program also runs through the CUDA backend (docs/cuda.md); without
+    // one the CUDA code is checked by the emulation tests (tests/unit/cuda) and the difftest.
+    if (gpuOpens()) list.push_back({"--target cuda", {"--target", "cuda"}});
     if (std::getenv("TEXC_E2E_ALL_VARIANTS")) {
       list.push_back({"-O2 --fuse=elementwise --threads 3", {"-O2", "--fuse=elementwise", "--threads", "3"}});
       list.push_back({"-O1 --fuse=all --threads 4", {"-O1", "--fuse=all", "--threads", "4"}});

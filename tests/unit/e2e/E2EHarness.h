@@ -43,6 +43,8 @@ struct Variant {
   std::vector<std::string> args;
 };
 const std::vector<Variant>& variants();
+// Whether device 0 opens through the CUDA driver (then variants() includes `--target cuda`).
+bool gpuOpens();
 
 // The result of one subprocess.
 struct ProcessResult {
