@@ -9,7 +9,8 @@
 // the lanes and combines each term into a row of accumulators, so every element still sees its
 // terms in the same order with the same float64 operations: the results are bit for bit those of
 // the element-wise walk. The row machinery (which lanes, where an access reads, which lanes a
-// guard keeps) is in RowEval.h. Nothing here is shared with the compiler's passes or backends.
+// guard keeps) is in RowEval.h, shared with the error-bound evaluator (ErrorBound.cpp) only:
+// nothing here is shared with the compiler's passes or backends.
 #include "compiler/reference/Reference.h"
 
 #include <algorithm>

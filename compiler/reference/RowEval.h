@@ -1,9 +1,9 @@
-// The row machinery of the float64 reference (Reference.cpp), in a file of its own so that the
-// error-bound evaluator can walk the same rows: the expression is walked once per *row* of up to
-// kMaxLanes consecutive output elements, every node computing one value per lane. What is here
-// decides which lanes a row has, where an access reads in each lane and which lanes a guard
-// keeps; the evaluator adds the arithmetic. Nothing here is shared with the compiler's passes or
-// backends.
+// The row machinery shared by the float64 reference (Reference.cpp) and the error-bound evaluator
+// (ErrorBound.cpp): both walk a computation's expression once per *row* of up to kMaxLanes
+// consecutive output elements, every node computing one value per lane, so that they visit the
+// same terms and skip the same ones. What is here decides which lanes a row has, where an access
+// reads in each lane and which lanes a guard keeps; the evaluators add the arithmetic. Nothing
+// here is shared with the compiler's passes or backends.
 #pragma once
 
 #include <algorithm>
@@ -68,6 +68,12 @@ struct Node {
   int64_t base = 0;
 
   std::vector<Node*> guards;  // Reduce: the guarded accesses it owns
+
+  // Used by the error-bound evaluator only (left empty by the reference): an access's tensor of
+  // bounds, the node's lane bounds, and a reduction's other per-lane accumulators.
+  const std::vector<double>* bounds = nullptr;
+  std::vector<double> ebuf;
+  std::vector<double> aux;
 };
 
 // The state of one computation's evaluation.
