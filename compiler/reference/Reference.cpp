@@ -8,7 +8,9 @@
 // variables), every node computing one double per lane. A reduction loops over its terms outside
 // the lanes and combines each term into a row of accumulators, so every element still sees its
 // terms in the same order with the same float64 operations: the results are bit for bit those of
-// the element-wise walk. Nothing here is shared with the compiler's passes or backends.
+// the element-wise walk. The row machinery (which lanes, where an access reads, which lanes a
+// guard keeps) is in RowEval.h, shared with the error-bound evaluator (ErrorBound.cpp) only:
+// nothing here is shared with the compiler's passes or backends.
 #include "compiler/reference/Reference.h"
 
 #include <algorithm>
@@ -16,20 +18,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "compiler/reference/RowEval.h"
+
 namespace texc {
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// A row spans at most kMaxLanes elements: 8 KiB per node buffer, so a body's buffers stay in
-// cache, and a strided read (K[j, d] across j) touches few enough lines and pages to stay cheap
-// (4096 was ~15 % slower on attention and softmax, 512 slower on matmul). Trailing left-hand
-// variables join the row until it has kMinLanes, so that a short innermost dimension (conv's 56
-// columns) still amortises the walk.
-constexpr int64_t kMaxLanes = 1024;
-constexpr int64_t kMinLanes = 256;
 
 // np.maximum / np.minimum: a NaN on either side gives NaN.
 // NaN propagates (np.maximum); -0 < +0 (IEEE maximum, as the compiled code computes it).
@@ -42,288 +38,17 @@ double minNaN(double a, double b) {
   return minimumOf(a, b);
 }
 
-// A row of values: p[l] for lane l, or p[0] in every lane when uniform.
-struct Row {
-  const double* p = nullptr;
-  bool uniform = true;
-  double operator[](int64_t l) const { return uniform ? p[0] : p[l]; }
-};
-
-// One index expression (an access's dimension, or an index value) and how it varies over the
-// lanes. When it is affine in the row variables (no floor division or modulo over them), its
-// value at lane l is its value at lane 0 plus delta[l], whatever the other variables are;
-// otherwise it is evaluated lane by lane.
-struct LaneIndex {
-  const IndexExpr* expr = nullptr;
-  bool affine = true;
-  std::vector<int64_t> delta;
-  int64_t lo = 0, hi = 0;  // min and max of delta
-};
-
-enum class Span { AllIn, Partial, AllOut };
-
-// A Value node with what evaluating it over a row needs.
-struct Node {
-  const Value* v = nullptr;
-  std::vector<Node> kids;
-  bool invariant = true;     // the same value in every lane of a row: evaluated for one lane
-  std::vector<double> buf;   // this node's lane values (a Reduce's accumulators)
-  std::vector<uint8_t> m1, m2;  // Access: lanes in bounds; Reduce: term mask; Select: branch masks
-
-  // Access and index value
-  const RefTensor* tensor = nullptr;
-  std::vector<LaneIndex> dims;
-  std::vector<int64_t> strides;
-  std::vector<int64_t> laneOff;  // every dim affine: offset of lane l from lane 0
-  std::vector<int64_t> offs;     // otherwise: the offset of each lane at the current point
-  std::vector<int64_t> at;       // every dim affine: each index at lane 0 (scratch)
-  bool allAffine = true;
-  bool contiguous = false;  // laneOff[l] == l: the row is a slice of the tensor
-  // A guarded access located by its reduction for the current term, so evaluating it does not
-  // locate it again (its mask already excludes the lanes outside).
-  bool located = false;
-  Span span = Span::AllIn;
-  int64_t base = 0;
-
-  std::vector<Node*> guards;  // Reduce: the guarded accesses it owns
-};
-
-// The state of one computation's evaluation.
-struct Ctx {
-  const Computation& comp;
-  const std::vector<RefTensor>& tensors;
-  std::vector<int64_t> vals;  // index variables; row variables hold lane 0's values
-  std::vector<int> rowVars;   // the row's left-hand variables, outermost first
-  std::vector<int> rowSlot;   // by variable: its position in rowVars, or -1
-  std::vector<std::vector<int64_t>> laneRel;  // by row variable: lane l's value minus lane 0's
-  int64_t maxLanes = 1;
-};
-
-// Sets the row variables to lane l's values (restored by the caller from `lane0`).
-void setLane(Ctx& c, const std::vector<int64_t>& lane0, int64_t l) {
-  for (size_t k = 0; k < c.rowVars.size(); ++k) c.vals[c.rowVars[k]] = lane0[k] + c.laneRel[k][l];
-}
-
-std::vector<int64_t> lane0Values(const Ctx& c) {
-  std::vector<int64_t> v;
-  for (int var : c.rowVars) v.push_back(c.vals[var]);
-  return v;
-}
-
-void restoreLane0(Ctx& c, const std::vector<int64_t>& lane0) {
-  for (size_t k = 0; k < c.rowVars.size(); ++k) c.vals[c.rowVars[k]] = lane0[k];
-}
-
-bool mentionsRowVar(const IndexExpr& e, const Ctx& c) {
-  if (e.kind == IndexExpr::Kind::Var) return c.rowSlot[e.var] >= 0;
-  for (const IndexExpr& o : e.ops)
-    if (mentionsRowVar(o, c)) return true;
-  return false;
-}
-
-// Affine in the row variables: no floor division or modulo has a row variable in its operand.
-bool rowAffine(const IndexExpr& e, const Ctx& c) {
-  if ((e.kind == IndexExpr::Kind::FloorDiv || e.kind == IndexExpr::Kind::Mod) && mentionsRowVar(e, c)) return false;
-  for (const IndexExpr& o : e.ops)
-    if (!rowAffine(o, c)) return false;
-  return true;
-}
-
-// Prepares `li` for `e`. An affine expression is f(rest) + sum_k coef_k * row_k, so each
-// coefficient is f at the k-th unit vector minus f at zero.
-LaneIndex makeLaneIndex(const IndexExpr& e, const Ctx& c) {
-  LaneIndex li;
-  li.expr = &e;
-  li.affine = rowAffine(e, c);
-  if (!li.affine) return li;
-  std::vector<int64_t> zero(c.comp.vars.size(), 0);
-  int64_t f0 = evalIndex(e, zero);
-  li.delta.assign(static_cast<size_t>(c.maxLanes), 0);
-  for (size_t k = 0; k < c.rowVars.size(); ++k) {
-    std::vector<int64_t> unit = zero;
-    unit[c.rowVars[k]] = 1;
-    int64_t coef = evalIndex(e, unit) - f0;
-    if (coef == 0) continue;
-    for (int64_t l = 0; l < c.maxLanes; ++l) li.delta[l] += coef * c.laneRel[k][l];
-  }
-  auto [lo, hi] = std::minmax_element(li.delta.begin(), li.delta.end());
-  li.lo = *lo;
-  li.hi = *hi;
-  return li;
-}
-
-// Builds the node for `v`, checking the invariants evaluation relies on. `ready` marks tensors
-// already evaluated.
-Node build(const Value& v, int enclosingReduce, const Ctx& c, const std::vector<bool>& ready) {
-  Node n;
-  n.v = &v;
-  if (v.kind == ValueKind::Access) {
-    if (v.tensor < 0 || static_cast<size_t>(v.tensor) >= ready.size() || !ready[v.tensor])
-      throw std::logic_error("reference: access to a tensor not yet computed");
-    n.tensor = &c.tensors[v.tensor];
-    const std::vector<int64_t>& shape = n.tensor->shape;
-    if (v.indices.size() != shape.size()) throw std::logic_error("reference: access rank differs from its tensor's");
-    if (v.check == AccessCheck::Guarded && (enclosingReduce < 0 || v.ownerReduce != enclosingReduce))
-      throw std::logic_error("reference: guarded access outside its owning reduction");
-    n.strides.assign(shape.size(), 1);
-    for (size_t d = shape.size(); d-- > 1;) n.strides[d - 1] = n.strides[d] * shape[d];
-  }
-  if (v.kind == ValueKind::Reduce) {
-    if (v.reduceId < 0 || v.args.size() != 1) throw std::logic_error("reference: malformed reduction");
-    for (int var : v.reduceVars)
-      if (c.comp.vars[var].extent <= 0) throw std::logic_error("reference: empty reduction range");
-    enclosingReduce = v.reduceId;
-  }
-  if (v.kind == ValueKind::Access || (v.kind == ValueKind::IndexValue && !v.indices.empty())) {
-    for (const IndexExpr& e : v.indices) {
-      n.dims.push_back(makeLaneIndex(e, c));
-      n.allAffine = n.allAffine && n.dims.back().affine;
-      n.invariant = n.invariant && !mentionsRowVar(e, c);
-    }
-    n.at.resize(n.dims.size());
-    if (v.kind == ValueKind::Access && n.allAffine) {
-      n.laneOff.assign(static_cast<size_t>(c.maxLanes), 0);
-      n.contiguous = true;
-      for (int64_t l = 0; l < c.maxLanes; ++l) {
-        for (size_t d = 0; d < n.dims.size(); ++d) n.laneOff[l] += n.strides[d] * n.dims[d].delta[l];
-        n.contiguous = n.contiguous && n.laneOff[l] == l;
-      }
-    }
-  }
-  if (v.kind == ValueKind::IndexValue && v.indices.empty()) n.invariant = c.rowSlot[v.var] < 0;
-  for (const Value& a : v.args) {
-    n.kids.push_back(build(a, enclosingReduce, c, ready));
-    n.invariant = n.invariant && n.kids.back().invariant;
-  }
-  n.buf.resize(static_cast<size_t>(c.maxLanes));
-  if (v.kind == ValueKind::Access || v.kind == ValueKind::Reduce || (v.kind == ValueKind::Call && v.builtin == Builtin::Select))
-    n.m1.resize(static_cast<size_t>(c.maxLanes));
-  if (v.kind == ValueKind::Call && v.builtin == Builtin::Select) n.m2.resize(static_cast<size_t>(c.maxLanes));
-  if (!n.allAffine) n.offs.resize(static_cast<size_t>(c.maxLanes));
-  return n;
-}
-
-// Records in `owner` the guarded accesses of its body outside nested reductions (the tree is
-// complete, so the pointers stay valid).
-void collectGuards(Node& n, Node* owner) {
-  if (n.v->kind == ValueKind::Access && n.v->check == AccessCheck::Guarded) owner->guards.push_back(&n);
-  if (n.v->kind == ValueKind::Reduce) owner = &n;
-  for (Node& k : n.kids) collectGuards(k, owner);
-}
-
-// Where access `a` reads at the current point for lanes [0, n): lane l at base + laneOff[l]
-// (every dim affine) or offs[l]. When Partial, m1[l] says whether lane l is in bounds.
-Span locate(Node& a, Ctx& c, int64_t n, int64_t& base) {
-  const std::vector<int64_t>& shape = a.tensor->shape;
-  if (a.allAffine) {
-    base = 0;
-    bool allIn = true;
-    std::vector<int64_t>& at = a.at;
-    for (size_t d = 0; d < a.dims.size(); ++d) {
-      at[d] = evalIndex(*a.dims[d].expr, c.vals);
-      base += at[d] * a.strides[d];
-      if (at[d] + a.dims[d].hi < 0 || at[d] + a.dims[d].lo >= shape[d]) return Span::AllOut;
-      allIn = allIn && at[d] + a.dims[d].lo >= 0 && at[d] + a.dims[d].hi < shape[d];
-    }
-    if (allIn) return Span::AllIn;
-    // Lane by lane, only in the dimensions that are not in bounds for the whole row.
-    uint8_t* __restrict ok = a.m1.data();
-    std::fill(ok, ok + n, uint8_t{1});
-    for (size_t d = 0; d < a.dims.size(); ++d) {
-      const int64_t first = at[d];
-      if (first + a.dims[d].lo >= 0 && first + a.dims[d].hi < shape[d]) continue;
-      const int64_t* __restrict delta = a.dims[d].delta.data();
-      const uint64_t extent = static_cast<uint64_t>(shape[d]);
-      for (int64_t l = 0; l < n; ++l) ok[l] &= static_cast<uint64_t>(first + delta[l]) < extent;  // also < 0
-    }
-    int64_t in = 0;
-    for (int64_t l = 0; l < n; ++l) in += ok[l];
-    return in == n ? Span::AllIn : in == 0 ? Span::AllOut : Span::Partial;
-  }
-  // Some index is not affine in the row variables: every lane on its own.
-  std::vector<int64_t> lane0 = lane0Values(c);
-  int64_t in = 0;
-  for (int64_t l = 0; l < n; ++l) {
-    setLane(c, lane0, l);
-    int64_t off = 0;
-    bool ok = true;
-    for (size_t d = 0; d < a.dims.size(); ++d) {
-      int64_t i = evalIndex(*a.dims[d].expr, c.vals);
-      ok = ok && i >= 0 && i < shape[d];
-      off = off * shape[d] + i;
-    }
-    a.offs[l] = off;
-    a.m1[l] = ok;
-    in += ok;
-  }
-  restoreLane0(c, lane0);
-  base = 0;
-  return in == n ? Span::AllIn : in == 0 ? Span::AllOut : Span::Partial;
-}
+using rows::Ctx;
+using rows::Node;
+using rows::Row;
+using rows::Span;
 
 Row eval(Node& x, Ctx& c, int64_t n, const uint8_t* mask);
 
 Row evalAccess(Node& a, Ctx& c, int64_t n, const uint8_t* mask) {
-  int64_t base = a.base;
-  Span s = a.located ? a.span : locate(a, c, n, base);
-  const double* data = a.tensor->data.data();
-  double* out = a.buf.data();
-  if (s == Span::AllIn && a.allAffine) {
-    if (a.contiguous) return {data + base, false};
-    for (int64_t l = 0; l < n; ++l) out[l] = data[base + a.laneOff[l]];
-    return {out, false};
-  }
-  // Only lanes in bounds are read. A guarded access's reduction has masked the lanes where it
-  // falls outside, so an active lane outside is a bug.
-  const uint8_t* ok = a.m1.data();
-  bool missingGuard = false;
-  if (s == Span::AllOut) {
-    std::fill(out, out + n, 0.0);
-    missingGuard = !mask || std::find(mask, mask + n, uint8_t{1}) != mask + n;
-  } else {
-    // Per-lane offsets: lane l at base + off[l] (base is 0 when they are absolute).
-    const int64_t* off = a.allAffine ? a.laneOff.data() : a.offs.data();
-    if (s == Span::AllIn) {
-      for (int64_t l = 0; l < n; ++l) out[l] = data[base + off[l]];
-    } else {
-      // Lanes outside read element 0 and drop it, which keeps the loop free of branches.
-      for (int64_t l = 0; l < n; ++l) {
-        double x = data[ok[l] ? base + off[l] : 0];
-        out[l] = ok[l] ? x : 0.0;
-      }
-      if (!a.located)
-        for (int64_t l = 0; l < n; ++l) missingGuard = missingGuard || (!ok[l] && (!mask || mask[l]));
-    }
-  }
-  if (missingGuard) throw std::logic_error("reference: access out of bounds (missing guard)");
-  return {out, false};
-}
-
-Row evalIndexValue(Node& x, Ctx& c, int64_t n) {
-  const Value& v = *x.v;
-  double* out = x.buf.data();
-  if (v.indices.empty()) {
-    int slot = c.rowSlot[v.var];
-    if (slot < 0) {
-      out[0] = static_cast<double>(c.vals[v.var]);
-      return {out, true};
-    }
-    for (int64_t l = 0; l < n; ++l) out[l] = static_cast<double>(c.vals[v.var] + c.laneRel[slot][l]);
-    return {out, false};
-  }
-  const LaneIndex& li = x.dims[0];
-  if (li.affine) {
-    int64_t at = evalIndex(*li.expr, c.vals);
-    for (int64_t l = 0; l < n; ++l) out[l] = static_cast<double>(at + li.delta[l]);
-    return {out, false};
-  }
-  std::vector<int64_t> lane0 = lane0Values(c);
-  for (int64_t l = 0; l < n; ++l) {
-    setLane(c, lane0, l);
-    out[l] = static_cast<double>(evalIndex(*li.expr, c.vals));
-  }
-  restoreLane0(c, lane0);
-  return {out, false};
+  int64_t base = 0;
+  Span s = rows::locateRead(a, c, n, mask, base);
+  return rows::gather(a, a.tensor->data.data(), a.buf.data(), s, base, n);
 }
 
 // out = f(a) lane by lane.
@@ -481,7 +206,7 @@ Row evalNode(Node& x, Ctx& c, int64_t n, const uint8_t* mask) {
   const Value& v = *x.v;
   switch (v.kind) {
     case ValueKind::Const: x.buf[0] = v.constant; return {x.buf.data(), true};
-    case ValueKind::IndexValue: return evalIndexValue(x, c, n);
+    case ValueKind::IndexValue: return rows::indexRow(x, c, n);
     case ValueKind::Access: return evalAccess(x, c, n, mask);
     case ValueKind::Unary: {
       Row a = eval(x.kids[0], c, n, mask);
@@ -515,71 +240,18 @@ std::string shapeText(const std::vector<int64_t>& shape) {
 
 void evaluateComputation(const Computation& comp, std::vector<RefTensor>& tensors, const std::vector<bool>& ready) {
   RefTensor& out = tensors[comp.tensor];
-  const int numLhs = comp.numLhsVars;
-  if (static_cast<size_t>(numLhs) != out.shape.size())
-    throw std::logic_error("reference: left-hand side rank differs from the tensor's");
-  for (int d = 0; d < numLhs; ++d)
-    if (comp.vars[d].extent != out.shape[d]) throw std::logic_error("reference: left-hand extent differs from the tensor's");
-
-  // The row: the innermost left-hand variable, joined by outer ones while it is shorter than
-  // kMinLanes; its outermost variable is cut into chunks so a row has at most kMaxLanes lanes.
-  // A row is then a contiguous run of the output.
-  Ctx c{comp, tensors, std::vector<int64_t>(comp.vars.size(), 0), {}, std::vector<int>(comp.vars.size(), -1), {}, 1};
-  int outerRow = numLhs;  // the row's outermost variable (numLhs: rank 0, one lane)
-  int64_t inner = 1;      // lanes per value of that variable
-  if (numLhs > 0) {
-    outerRow = numLhs - 1;
-    while (outerRow > 0 && inner * comp.vars[outerRow].extent < kMinLanes) inner *= comp.vars[outerRow--].extent;
-  }
-  int64_t chunk = 1;  // values of the outermost row variable per row
-  if (outerRow < numLhs) chunk = std::max<int64_t>(1, std::min(kMaxLanes / inner, comp.vars[outerRow].extent));
-  c.maxLanes = chunk * inner;
-  for (int d = outerRow; d < numLhs; ++d) {
-    c.rowSlot[d] = static_cast<int>(c.rowVars.size());
-    c.rowVars.push_back(d);
-    c.laneRel.emplace_back(static_cast<size_t>(c.maxLanes));
-  }
-  // Lane l's variables are l in mixed radix (chunk, extents of the inner row variables).
-  for (int64_t l = 0; l < c.maxLanes; ++l) {
-    int64_t rest = l;
-    for (size_t k = c.rowVars.size(); k-- > 0;) {
-      int64_t ext = k == 0 ? chunk : comp.vars[c.rowVars[k]].extent;
-      c.laneRel[k][l] = rest % ext;
-      rest /= ext;
-    }
-  }
-
-  Node root = build(comp.body, -1, c, ready);
-  collectGuards(root, nullptr);
+  Ctx c{comp, tensors, {}, {}, {}, {}, 1, 0, 1, 1};
+  rows::planRows(c, out.shape);
+  Node root = rows::build(comp.body, -1, c, ready);
+  rows::collectGuards(root, nullptr);
   if (out.data.empty()) return;
-
-  size_t off = 0;
-  for (;;) {
-    if (outerRow == numLhs) {
-      Row r = eval(root, c, 1, nullptr);
-      out.data[off++] = r[0];
-    } else {
-      const int64_t extent = comp.vars[outerRow].extent;
-      for (int64_t y0 = 0; y0 < extent; y0 += chunk) {
-        c.vals[outerRow] = y0;
-        int64_t n = std::min(chunk, extent - y0) * inner;
-        Row r = eval(root, c, n, nullptr);
-        if (r.uniform)
-          std::fill(out.data.begin() + off, out.data.begin() + off + n, r.p[0]);
-        else
-          std::copy(r.p, r.p + n, out.data.begin() + off);
-        off += n;
-      }
-      c.vals[outerRow] = 0;
-    }
-    // The next value of the left-hand variables outside the row, the last fastest.
-    int d = outerRow - 1;
-    for (; d >= 0; --d) {
-      if (++c.vals[d] < comp.vars[d].extent) break;
-      c.vals[d] = 0;
-    }
-    if (d < 0) break;
-  }
+  rows::forEachRow(c, [&](size_t off, int64_t n) {
+    Row r = eval(root, c, n, nullptr);
+    if (r.uniform)
+      std::fill(out.data.begin() + off, out.data.begin() + off + n, r.p[0]);
+    else
+      std::copy(r.p, r.p + n, out.data.begin() + off);
+  });
 }
 
 }  // namespace

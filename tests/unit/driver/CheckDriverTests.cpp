@@ -145,7 +145,7 @@ TEST_CASE("compare: the variant beyond its error bound is named and the command 
   CHECK(contains(json.err, "variant fused: BEYOND the error bound"));
 }
 
-TEST_CASE("tune: a candidate beyond the error bound is discarded and said so, a wrong rule exits 4", "[driver][check][tune]") {
+TEST_CASE("tune: a candidate beyond the error bound is discarded and said so, and a wrong rule exits 4", "[driver][check][tune]") {
   Sandbox box;
   ScopedEnv cache("XDG_CACHE_HOME", (box.in() / "cache").string());
   const std::string program = box.input("mm.tex", kMatmul).string();
@@ -168,7 +168,7 @@ TEST_CASE("tune: a candidate beyond the error bound is discarded and said so, a 
   }
 }
 
-TEST_CASE("ProgramMemory: poisoned, outputs and intermediates start as NaN, a later run sees what the earlier left",
+TEST_CASE("ProgramMemory: poisoned, outputs and intermediates start as NaN, and a later run sees what the earlier left",
           "[driver][check][poison]") {
   SourceFile file("p.tex", "input x : f32[40]\ninput w : f64[3]\nt = x * 2\noutput y = t + 1\noutput z = w * 3\n");
   DiagnosticEngine diags(&file);

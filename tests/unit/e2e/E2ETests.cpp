@@ -171,3 +171,53 @@ TEST_CASE("e2e harness: error bounds of sums, exact operations and uncertain dec
   std::vector<RefTensor> ref = evaluateReference(q, qin);
   CHECK(ref[q.findTensor("e")].data == qr.values[q.findTensor("e")].data);
 }
+
+// The bound evaluator works a row of elements at a time; each lane must still get the bound of its
+// own element: exact and inexact products side by side, a padded sum whose edge lanes have fewer
+// terms, and a comparison that is uncertain in some lanes only.
+TEST_CASE("e2e harness: error bounds are per element within a row", "[e2e][harness]") {
+  const double u = unitRoundoff(DType::F32);
+  const int n = 300;
+  Program p = analyzeText(
+      "input x : f32[300]\n"
+      "output m = x * 3\n"
+      "output s[i < 300] = sum(k < 3: x[i + k - 1])\n"
+      "output c[i] = select(x[i] * 10 > 3, 1, 0)\n");
+  std::vector<RefTensor> in = {{{n}, std::vector<double>(n)}};
+  for (int i = 0; i < n; ++i)
+    in[0].data[i] = i % 4 == 0 ? static_cast<double>(i / 4 % 5) : static_cast<double>(static_cast<float>(i * 0.1));
+  const std::vector<double>& x = in[0].data;
+  BoundResult r = evaluateBounds(p, in);
+  const std::vector<double>& mb = r.bounds[p.findTensor("m")];
+  const std::vector<double>& sb = r.bounds[p.findTensor("s")];
+  const std::vector<double>& cb = r.bounds[p.findTensor("c")];
+  auto productBound = [&](double a, double b) {
+    double v = a * b;  // exact in double for f32 operands
+    return static_cast<double>(static_cast<float>(v)) == v ? 0.0 : u * std::fabs(v);
+  };
+  int uncertain = 0;
+  for (int i = 0; i < n; ++i) {
+    INFO("element " << i << ", x = " << x[i]);
+    CHECK(mb[i] == productBound(x[i], 3));
+    // Terms inside the tensor, in order; exact integers below 2^24 add exactly.
+    double sumAbs = 0;
+    int terms = 0;
+    bool ints = true;
+    for (int k = 0; k < 3; ++k) {
+      int j = i + k - 1;
+      if (j < 0 || j >= n) continue;
+      sumAbs += std::fabs(x[j]);
+      ints = ints && x[j] == std::nearbyint(x[j]);
+      ++terms;
+    }
+    CHECK(terms == (i == 0 || i == n - 1 ? 2 : 3));
+    CHECK(sb[i] == (ints ? 0.0 : (terms - 1) * u * sumAbs));
+    double slack = productBound(x[i], 10);
+    bool close = slack > 0 && !(std::fabs(x[i] * 10 - 3) > kDecisionMargin * slack);
+    CHECK(cb[i] == (close ? std::numeric_limits<double>::infinity() : 0.0));
+    uncertain += close;
+  }
+  CHECK(uncertain >= 1);  // x = 0.3f: 3.0000001 next to 3
+  std::vector<RefTensor> ref = evaluateReference(p, in);
+  for (const char* name : {"m", "s", "c"}) CHECK(ref[p.findTensor(name)].data == r.values[p.findTensor(name)].data);
+}
