@@ -518,27 +518,9 @@ ERow evalReduce(Node& x, Ctx& c, const Fmt& f, int64_t n, const uint8_t* mask) {
   bool anyExactInts = true;  // some lane's terms are all exact integers so far
   double allCount = 0;       // terms no lane skipped (counted here rather than in every lane)
   for (int var : v.reduceVars) c.vals[var] = 0;
-  uint8_t* termMask = x.m1.data();
   for (;;) {
-    const uint8_t* m = mask;
-    bool skipped = false;
-    for (Node* g : x.guards) {
-      Span sp = g->span = rows::locate(*g, c, n, g->base);
-      g->located = true;
-      if (sp == Span::AllOut) {
-        skipped = true;
-        break;
-      }
-      if (sp == Span::Partial) {
-        const uint8_t* in = g->m1.data();
-        if (m)
-          for (int64_t l = 0; l < n; ++l) termMask[l] = m[l] & in[l];
-        else
-          std::copy(in, in + n, termMask);
-        m = termMask;
-      }
-    }
-    if (!skipped && m) skipped = std::find(m, m + n, uint8_t{1}) == m + n;
+    const uint8_t* m = nullptr;
+    const bool skipped = !rows::termLanes(x, c, n, mask, m);
     if (!skipped) {
       if (!m) allCount += 1;
       ERow t = eval(x.kids[0], c, f, n, m);

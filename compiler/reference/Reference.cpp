@@ -160,27 +160,9 @@ Row evalReduce(Node& x, Ctx& c, int64_t n, const uint8_t* mask) {
   double* acc = x.buf.data();
   std::fill(acc, acc + n, reductionIdentity(v.reduceKind));
   for (int var : v.reduceVars) c.vals[var] = 0;
-  uint8_t* termMask = x.m1.data();
   for (;;) {
-    const uint8_t* m = mask;
-    bool skipped = false;
-    for (Node* g : x.guards) {
-      Span s = g->span = locate(*g, c, n, g->base);
-      g->located = true;
-      if (s == Span::AllOut) {
-        skipped = true;
-        break;
-      }
-      if (s == Span::Partial) {
-        const uint8_t* in = g->m1.data();
-        if (m)
-          for (int64_t l = 0; l < n; ++l) termMask[l] = m[l] & in[l];
-        else
-          std::copy(in, in + n, termMask);
-        m = termMask;
-      }
-    }
-    if (!skipped && m) skipped = std::find(m, m + n, uint8_t{1}) == m + n;
+    const uint8_t* m = nullptr;
+    const bool skipped = !termLanes(x, c, n, mask, m);
     if (!skipped) {
       Row t = eval(x.kids[0], c, n, m);
       switch (v.reduceKind) {

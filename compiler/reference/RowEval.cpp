@@ -155,6 +155,25 @@ void collectGuards(Node& n, Node* owner) {
   for (Node& k : n.kids) collectGuards(k, owner);
 }
 
+bool termLanes(Node& x, Ctx& c, int64_t n, const uint8_t* mask, const uint8_t*& lanes) {
+  uint8_t* scratch = x.m1.data();
+  lanes = mask;
+  for (Node* g : x.guards) {
+    Span s = g->span = locate(*g, c, n, g->base);
+    g->located = true;
+    if (s == Span::AllOut) return false;
+    if (s == Span::Partial) {
+      const uint8_t* in = g->m1.data();
+      if (lanes)
+        for (int64_t l = 0; l < n; ++l) scratch[l] = lanes[l] & in[l];
+      else
+        std::copy(in, in + n, scratch);
+      lanes = scratch;
+    }
+  }
+  return !lanes || std::find(lanes, lanes + n, uint8_t{1}) != lanes + n;
+}
+
 Span locate(Node& a, Ctx& c, int64_t n, int64_t& base) {
   const std::vector<int64_t>& shape = a.tensor->shape;
   if (a.allAffine) {

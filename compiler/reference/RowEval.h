@@ -111,6 +111,12 @@ void collectGuards(Node& n, Node* owner);
 // (every dim affine) or offs[l]. When Partial, m1[l] says whether lane l is in bounds.
 Span locate(Node& a, Ctx& c, int64_t n, int64_t& base);
 
+// The lanes of the current term of reduction `x`: locates each of x's guarded accesses and
+// combines their in-bounds masks with `mask` (all lanes when null) in x.m1. Returns false when no
+// lane takes part (a guard is out for the whole row, or no lane survives); else sets `lanes` to
+// the mask to use, null when every lane takes part.
+bool termLanes(Node& x, Ctx& c, int64_t n, const uint8_t* mask, const uint8_t*& lanes);
+
 // Where an access read reads for the active lanes of `mask` (all when null): its reduction's
 // location when it has one, else locate's. Throws std::logic_error when an active lane falls
 // outside the tensor (a missing guard).

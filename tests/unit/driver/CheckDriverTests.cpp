@@ -18,12 +18,6 @@
 namespace texc::drivertest {
 namespace {
 
-const char* const kMatmul =
-    "let M = 20; let K = 24; let N = 36\n"
-    "input A : f32[M, K]\n"
-    "input B : f32[K, N]\n"
-    "output C[i, j] = sum(k: A[i, k] * B[k, j])\n";
-
 // Sets an environment variable for the children of one test, and removes it again.
 class ScopedEnv {
  public:

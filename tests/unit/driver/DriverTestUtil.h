@@ -37,6 +37,13 @@ namespace fs = std::filesystem;
 inline const fs::path kTexc = TEXC_BINARY;
 inline const fs::path kExamples = fs::path(TEXC_SOURCE_DIR) / "examples";
 
+// A matmul small enough for tune's candidates and --check to take milliseconds; tiled with tails.
+inline const char* const kMatmul =
+    "let M = 20; let K = 24; let N = 36\n"
+    "input A : f32[M, K]\n"
+    "input B : f32[K, N]\n"
+    "output C[i, j] = sum(k: A[i, k] * B[k, j])\n";
+
 inline std::string readBytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
