@@ -83,6 +83,6 @@ int commandExplain(const ExplainOptions& options);
 int commandCompare(const CompareOptions& options);
 int commandCompile(const CompileOptions& options);
 int commandRun(const RunOptions& options);
-int commandPasses(const std::string& cpu);
+int commandPasses(const std::string& cpu, const std::string& target = "cpu");
 
 }  // namespace texc

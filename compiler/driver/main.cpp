@@ -111,6 +111,10 @@ int main(int argc, char** argv) {
   CLI::App* passes = app.add_subcommand("passes", "list the pass pipeline in order, after the CPU it generates code for");
   std::string passesCpu = "host";
   passes->add_option("--cpu", passesCpu, "the CPU to describe: host, or an LLVM CPU name")->capture_default_str();
+  std::string passesTarget = "cpu";
+  passes->add_option("--target", passesTarget, "list the pipeline of the cpu or the cuda target")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -133,7 +137,7 @@ int main(int argc, char** argv) {
     if (check->parsed()) return commandCheck(checkOpts);
     if (compile->parsed()) return commandCompile(compileOpts);
     if (run->parsed()) return commandRun(runOpts);
-    if (passes->parsed()) return commandPasses(passesCpu);
+    if (passes->parsed()) return commandPasses(passesCpu, passesTarget);
     if (explain->parsed()) return commandExplain(explainOpts);
     if (compare->parsed()) return commandCompare(compareOpts);
     if (tune->parsed()) return commandTune(tuneOpts);

@@ -81,3 +81,20 @@ TEST_CASE("option --cpu: passes and explain name the CPU the code is for", "[dri
 }
 
 }  // namespace texc::drivertest
+
+namespace texc::drivertest {
+
+TEST_CASE("passes: --target cuda lists the CUDA pipeline, ending in codegen-cuda", "[driver][compile]") {
+  Sandbox box;
+  std::string out = expectStatus(box, {"passes", "--target", "cuda"}, 0).out;
+  CHECK(out.rfind("# target cuda", 0) == 0);
+  CHECK(contains(out, "codegen-cuda"));
+  CHECK_FALSE(contains(out, "codegen-llvm"));
+  CHECK_FALSE(contains(out, "optimize-llvm"));
+  std::string cpu = expectStatus(box, {"passes"}, 0).out;
+  CHECK(contains(cpu, "optimize-llvm"));
+  CHECK_FALSE(contains(cpu, "codegen-cuda"));
+  CHECK(contains(expectStatus(box, {"passes", "--target", "gpu"}, 2).err, "gpu"));
+}
+
+}  // namespace texc::drivertest
