@@ -395,13 +395,7 @@ ERow evalSelect(Node& x, Ctx& c, const Fmt& f, int64_t n, const uint8_t* mask) {
   uint8_t* ma = x.m1.data();
   uint8_t* mb = x.m2.data();
   int64_t na = 0, nb = 0;
-  for (int64_t l = 0; l < n; ++l) {
-    bool active = !mask || mask[l];
-    ma[l] = active && cond.v[l] != 0;
-    mb[l] = active && cond.v[l] == 0;
-    na += ma[l];
-    nb += mb[l];
-  }
+  rows::splitLanes(cond.v, mask, n, ma, mb, na, nb);
   ERow a, b;
   if (nb == 0 || na != 0) a = eval(x.kids[1], c, f, n, ma);
   if (nb != 0) b = eval(x.kids[2], c, f, n, mb);

@@ -111,13 +111,7 @@ Row evalSelect(Node& x, Ctx& c, int64_t n, const uint8_t* mask) {
   uint8_t* ma = x.m1.data();
   uint8_t* mb = x.m2.data();
   int64_t na = 0, nb = 0;
-  for (int64_t l = 0; l < n; ++l) {
-    bool active = !mask || mask[l];
-    ma[l] = active && cond.p[l] != 0;
-    mb[l] = active && cond.p[l] == 0;
-    na += ma[l];
-    nb += mb[l];
-  }
+  rows::splitLanes(cond.p, mask, n, ma, mb, na, nb);
   if (nb == 0) return eval(x.kids[1], c, n, ma);
   if (na == 0) return eval(x.kids[2], c, n, mb);
   Row a = eval(x.kids[1], c, n, ma);

@@ -155,6 +155,17 @@ void collectGuards(Node& n, Node* owner) {
   for (Node& k : n.kids) collectGuards(k, owner);
 }
 
+void splitLanes(const double* cond, const uint8_t* mask, int64_t n, uint8_t* ma, uint8_t* mb, int64_t& na, int64_t& nb) {
+  na = nb = 0;
+  for (int64_t l = 0; l < n; ++l) {
+    const bool active = !mask || mask[l];
+    ma[l] = active && cond[l] != 0;
+    mb[l] = active && cond[l] == 0;
+    na += ma[l];
+    nb += mb[l];
+  }
+}
+
 bool termLanes(Node& x, Ctx& c, int64_t n, const uint8_t* mask, const uint8_t*& lanes) {
   uint8_t* scratch = x.m1.data();
   lanes = mask;

@@ -117,6 +117,10 @@ Span locate(Node& a, Ctx& c, int64_t n, int64_t& base);
 // the mask to use, null when every lane takes part.
 bool termLanes(Node& x, Ctx& c, int64_t n, const uint8_t* mask, const uint8_t*& lanes);
 
+// A select's lanes: ma[l] marks the active lanes (all when `mask` is null) whose condition is
+// true, mb[l] those whose condition is false; na and nb count them.
+void splitLanes(const double* cond, const uint8_t* mask, int64_t n, uint8_t* ma, uint8_t* mb, int64_t& na, int64_t& nb);
+
 // Where an access read reads for the active lanes of `mask` (all when null): its reduction's
 // location when it has one, else locate's. Throws std::logic_error when an active lane falls
 // outside the tensor (a missing guard).
