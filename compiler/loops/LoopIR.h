@@ -21,8 +21,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
+#include "frontend/IndexAlgebra.h"
 #include "frontend/Program.h"
 
 namespace texc::loops {
@@ -43,7 +46,12 @@ struct Expr {
   std::vector<Expr> args;
 };
 
+// The statement kinds. Each is its own type holding only its own fields; `Stmt` holds one of
+// them (docs/ir.md, "Statements"). The order of StmtKind is the order of Stmt::Node.
 enum class StmtKind : uint8_t { Loop, Store, AccInit, AccUpdate, Guard, Pack, Tile };
+
+struct Stmt;
+using Block = std::vector<Stmt>;
 
 // A check that `index` lies in [0, extent) before a guarded body runs.
 struct GuardCond {
@@ -51,50 +59,94 @@ struct GuardCond {
   int64_t extent = 0;
 };
 
-struct Stmt {
-  StmtKind kind = StmtKind::Loop;
-  // Loop: `for var < extent`; parallel loops are split across threads, vector loops are the
-  // contiguous innermost ones the LLVM vectorizer should widen, scalar loops (a schedule's
-  // `vectorize V off`) ones it must leave scalar; a loop with neither mark is LLVM's choice.
+// `for var < extent`. Parallel loops are split across threads, vector loops are the contiguous
+// innermost ones the LLVM vectorizer should widen, scalar loops (a schedule's `vectorize V off`)
+// ones it must leave scalar; a loop with neither mark is LLVM's choice.
+struct Loop {
   int var = -1;
   int64_t extent = 0;
   bool parallel = false;
   bool vectorize = false;
   bool scalar = false;
-  std::vector<Stmt> body;  // Loop and Guard
-  // Store: buffer[index] = value.
+  Block body;
+};
+
+// buffer[index] = value.
+struct Store {
   int buffer = -1;
   std::vector<IndexExpr> index;
-  Expr value;  // Store, AccUpdate
-  // AccInit sets acc to the identity of `reduce`; AccUpdate combines value into it.
+  Expr value;
+};
+
+// acc = the identity of `reduce`.
+struct AccInit {
   int acc = -1;
   ReduceKind reduce = ReduceKind::Sum;
-  std::vector<GuardCond> conds;  // Guard
-  // Pack and Tile: the rows x cols block of a contraction whose row and column variables are
-  // `rowVar` (i) and `colVar` (j), starting at rowBase and colBase, reduced over `var` < extent
-  // (k). Rows past rowExtent and columns past colExtent are not part of the result. Both work on
-  // the k window [kBase, min(kBase + kBlock, extent)), of length L = kBlock; kBlock = 0 means
-  // the whole of k (kBase 0, L = extent).
-  //   Pack (column block, rowVar < 0): the column operand value at j = colBase + c for c <
-  //         cols (0 where j >= colExtent), in micro-panels of P = rows columns (P = cols when
-  //         rows is 0): scratch[(c / P) * P * L + (k - kBase) * P + c % P].
-  //         A column pack with `conds` (padding) writes 0 where one of them fails instead of
-  //         reading the operand: each cond's index must lie in [0, extent), like a Guard's.
-  //   Pack (row block, rowVar >= 0): the row operand value at i = min(rowBase + r,
-  //         rowExtent - 1) for r < rows, in micro-panels of `cols` rows:
-  //         scratch[(r / cols) * cols * L + (k - kBase) * cols + r % cols].
-  //   Tile: for every (i, j) of the block inside the extents,
-  //           acc = sum(k in the window) value   (value = row operand * column operand)
-  //         then `body` runs (the epilogue: reads acc, stores). The row operand comes from row
-  //         pack `rowScratch` when >= 0 (element blockRow * L + (k - kBase) * rows + r, blockRow
-  //         being the tile's first row inside the packed block; with rowPackWhole the row pack
-  //         holds all of k instead: element blockRow * extent + k * rows + r), the column operand from column
-  //         block `scratch` when >= 0 (element blockCol * L + (k - kBase) * cols + c, blockCol
-  //         the tile's first column inside the block). A tile starting past either extent does
-  //         nothing.
-  //         With kBlock > 0 the sum starts from the element body[0] (a store) wrote when kBase
-  //         > 0, and the tile runs the epilogue only for the last window; before it, it stores
-  //         the partial sum there instead.
+};
+
+// acc = reduce(acc, value).
+struct AccUpdate {
+  int acc = -1;
+  ReduceKind reduce = ReduceKind::Sum;
+  Expr value;
+};
+
+// Runs `body` only when every cond holds.
+struct Guard {
+  std::vector<GuardCond> conds;
+  Block body;
+};
+
+// The reduction window of a contraction block (Pack and Tile): k = var < extent, worked on in
+// the window [base, min(base + block, extent)), of length L = block; block = 0 means the whole
+// of k (base 0, L = extent).
+struct KWindow {
+  int var = -1;
+  int64_t extent = 0;
+  int64_t block = 0;
+  IndexExpr base;
+  int64_t length() const { return block > 0 ? block : extent; }
+};
+
+enum class PackSide : uint8_t { Rows, Columns };
+
+// Copies one operand of a contraction block into kernel-local scratch array `scratch`.
+//   Columns: the column operand (`value`, over column variable `var` = j and k) at
+//            j = base + c for c < count (0 where j >= extent), in micro-panels of P = panel
+//            columns (P = count when panel is 0): scratch[(c / P) * P * L + (k - k.base) * P + c % P].
+//            With `padding`, writes 0 where one of those conditions fails instead of reading the
+//            operand: each cond's index must lie in [0, extent), like a Guard's.
+//   Rows:    the row operand (over row variable `var` = i and k) at i = min(base + r, extent - 1)
+//            for r < count, in micro-panels of `panel` rows:
+//            scratch[(r / panel) * panel * L + (k - k.base) * panel + r % panel].
+struct Pack {
+  PackSide side = PackSide::Columns;
+  int var = -1;
+  IndexExpr base;
+  int64_t count = 0;
+  int64_t panel = 0;
+  int64_t extent = 0;
+  int scratch = -1;
+  KWindow k;
+  Expr value;
+  std::vector<GuardCond> padding;  // Columns only
+};
+
+// A register-blocked contraction tile with its epilogue: the rows x cols block whose row and
+// column variables are rowVar (i) and colVar (j), starting at rowBase and colBase; rows past
+// rowExtent and columns past colExtent are not part of the result. For every (i, j) of the block
+// inside the extents,
+//     acc = sum(k in the window) value   (value = row operand * column operand)
+// then `epilogue` runs (it reads acc and stores). The row operand comes from row pack
+// `rowScratch` when >= 0 (element blockRow * L + (k - k.base) * rows + r, blockRow being the
+// tile's first row inside the packed block; with rowPackWhole the row pack holds all of k
+// instead: element blockRow * k.extent + k * rows + r), the column operand from column pack
+// `colScratch` when >= 0 (element blockCol * L + (k - k.base) * cols + c, blockCol the tile's
+// first column inside the block). A tile starting past either extent does nothing.
+// With k.block > 0 the sum starts from the element epilogue[0] (a store) wrote when k.base > 0,
+// and the tile runs the epilogue only for the last window; before it, it stores the partial sum
+// there instead.
+struct Tile {
   int rowVar = -1;
   int colVar = -1;
   IndexExpr rowBase;
@@ -103,14 +155,38 @@ struct Stmt {
   int64_t cols = 0;
   int64_t rowExtent = 0;
   int64_t colExtent = 0;
-  int scratch = -1;
-  int64_t kBlock = 0;
-  IndexExpr kBase;
-  IndexExpr blockRow;
-  IndexExpr blockCol;
+  KWindow k;
+  Expr value;
   int rowScratch = -1;
-  bool rowPackWhole = false;  // Tile: rowScratch holds every k, not just the window
+  bool rowPackWhole = false;
+  IndexExpr blockRow;
+  int colScratch = -1;
+  IndexExpr blockCol;
+  Block epilogue;
 };
+
+struct Stmt {
+  using Node = std::variant<Loop, Store, AccInit, AccUpdate, Guard, Pack, Tile>;
+  Node node;
+
+  Stmt() = default;
+  template <class T, class = std::enable_if_t<std::is_constructible_v<Node, T&&> &&
+                                              !std::is_same_v<std::decay_t<T>, Stmt>>>
+  Stmt(T&& n) : node(std::forward<T>(n)) {}  // NOLINT: implicit, so `Stmt s = Loop{...}` reads well
+
+  StmtKind kind() const { return static_cast<StmtKind>(node.index()); }
+  template <class T> bool is() const { return std::holds_alternative<T>(node); }
+  // The statement as kind T; the caller has checked the kind.
+  template <class T> T& as() { return std::get<T>(node); }
+  template <class T> const T& as() const { return std::get<T>(node); }
+  // The statement as kind T, or null.
+  template <class T> T* getIf() { return std::get_if<T>(&node); }
+  template <class T> const T* getIf() const { return std::get_if<T>(&node); }
+};
+
+// The statements nested in `s`: a Loop's or Guard's body, a Tile's epilogue; null for the others.
+Block* nestedBlock(Stmt& s);
+const Block* nestedBlock(const Stmt& s);
 
 enum class BufferKind : uint8_t { Input, Output, Temp };
 
@@ -131,7 +207,7 @@ struct Kernel {
   std::vector<std::string> varNames;  // loop variables by id
   int numAccs = 0;
   DType computeType = DType::F32;  // f32 or f64
-  std::vector<Stmt> body;
+  Block body;
   // The range of the outermost parallel loop (0 when the kernel runs on one thread): the runtime
   // splits [0, parallelExtent) into chunks and calls the kernel once per chunk.
   int64_t parallelExtent = 0;
@@ -147,20 +223,10 @@ struct LoopProgram {
   std::vector<Kernel> kernels;
 };
 
-// Whether `ix` reads loop variable `var`.
-bool usesVar(const IndexExpr& ix, int var);
+// Whether an index expression reads a loop variable: frontend/IndexAlgebra.h.
+using texc::usesVar;
 
-// Whether two index expressions are the same expression, node by node (the fields a node's kind
-// does not use are not compared).
-bool sameIndex(const IndexExpr& a, const IndexExpr& b);
-
-// Calls `f` for every Load in `e`.
-void forEachLoad(const Expr& e, const std::function<void(const Expr&)>& f);
-
-// Calls `load` for every Load and `store` for every Store statement under `body`: the operands a
-// Pack or Tile reads (through `value`), and a Tile's epilogue, included.
-void forEachAccess(const std::vector<Stmt>& body, const std::function<void(const Expr&)>& load,
-                   const std::function<void(const Stmt&)>& store);
+// Walking, rewriting, substituting and comparing the IR: Walk.h, Substitute.h, Equal.h.
 
 // Which buffers kernel `k` stores to (every Store, tile epilogues included): usually its output
 // alone; a kernel that fuse-into-tiles made writes its intermediate too.
