@@ -19,7 +19,7 @@ struct Affine {
 
 // `ix` as an affine function of variable `v`, the other variables ranging over [0, extent);
 // nothing when v appears other than linearly, or a variable's range is unknown (extent 0).
-std::optional<Affine> affine(const IndexExpr& ix, int v, const std::vector<int64_t>& extents) {
+std::optional<Affine> coefficientAndRange(const IndexExpr& ix, int v, const std::vector<int64_t>& extents) {
   const AffineForm form = affineForm(ix);
   if (form.overflow) return std::nullopt;
   Affine out{form.coeffOf(v), form.constant, form.constant};
@@ -32,7 +32,7 @@ std::optional<Affine> affine(const IndexExpr& ix, int v, const std::vector<int64
     } else {
       // Only of what does not depend on v: floor division by d > 0 is monotone, a remainder
       // lies in [0, d).
-      std::optional<Affine> operand = affine(t.atom->ops[0], v, extents);
+      std::optional<Affine> operand = coefficientAndRange(t.atom->ops[0], v, extents);
       const int64_t d = t.atom->constant;
       if (!operand || operand->coef != 0 || d <= 0) return std::nullopt;
       if (t.atom->kind == IndexExpr::Kind::Mod) {
@@ -53,7 +53,7 @@ int64_t ceilDiv(int64_t a, int64_t b) { return -floorDiv(-a, b); }
 // The values of v for which `c` holds whatever the other variables are: [lo, hi], empty when
 // lo > hi; nothing when c does not depend on v or cannot be analysed.
 std::optional<std::pair<int64_t, int64_t>> provedRange(const GuardCond& c, int v, const std::vector<int64_t>& extents) {
-  std::optional<Affine> a = affine(c.index, v, extents);
+  std::optional<Affine> a = coefficientAndRange(c.index, v, extents);
   if (!a || a->coef == 0) return std::nullopt;
   // 0 <= coef * v + rest and coef * v + rest <= extent - 1 for every rest in [lo, hi].
   if (a->coef > 0) return std::pair{ceilDiv(-a->lo, a->coef), floorDiv(c.extent - 1 - a->hi, a->coef)};

@@ -14,19 +14,15 @@ bool mentionsRowVar(const IndexExpr& e, const Ctx& c) {
   return std::any_of(c.rowVars.begin(), c.rowVars.end(), [&](int v) { return usesVar(e, v); });
 }
 
-// Affine in the row variables: no floor division or modulo (an atom of the affine form) has a
-// row variable in its operand.
-bool rowAffine(const IndexExpr& e, const Ctx& c) {
-  const AffineForm form = affineForm(e);
-  return std::none_of(c.rowVars.begin(), c.rowVars.end(), [&](int v) { return form.varInAtom(v); });
-}
-
 // Prepares `li` for `e`. An affine expression is f(rest) + sum_k coef_k * row_k, so each
 // coefficient is f at the k-th unit vector minus f at zero.
 LaneIndex makeLaneIndex(const IndexExpr& e, const Ctx& c) {
   LaneIndex li;
   li.expr = &e;
-  li.affine = rowAffine(e, c);
+  // Affine in the row variables: no floor division or modulo (an atom of the affine form) has a
+  // row variable in its operand.
+  const AffineForm form = affineForm(e);
+  li.affine = std::none_of(c.rowVars.begin(), c.rowVars.end(), [&](int v) { return form.varInAtom(v); });
   if (!li.affine) return li;
   std::vector<int64_t> zero(c.comp.vars.size(), 0);
   int64_t f0 = evalIndex(e, zero);
