@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <functional>
 
+#include "compiler/loops/transforms/LoopTransforms.h"
 #include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/Substitute.h"
 #include "compiler/loops/Walk.h"
-#include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
 

@@ -1,8 +1,8 @@
 #include "compiler/loops/SplitBorders.h"
 
+#include "compiler/loops/transforms/LoopTransforms.h"
 #include "compiler/loops/Substitute.h"
 #include "compiler/loops/Walk.h"
-#include "compiler/loops/transforms/LoopTransforms.h"
 
 #include <algorithm>
 #include <optional>
