@@ -110,7 +110,9 @@ int64_t saturate(__int128 v) {
 }
 
 // Collects the affine part of `e` (coefficient per variable, constant) scaled by `c`; floor
-// division and modulo are kept whole as atoms.
+// division and modulo are kept whole as atoms. Not affineForm (IndexAlgebra.h): that merges
+// equal atoms (x / 2 - x / 2 cancels, a narrower range) and stops at int64, where this range is
+// exact in __int128 and saturates only at the end.
 void linearize(const IndexExpr& e, __int128 c, std::vector<__int128>& coeff, std::vector<std::pair<const IndexExpr*, __int128>>& atoms,
                __int128& c0) {
   switch (e.kind) {

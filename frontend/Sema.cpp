@@ -731,6 +731,7 @@ class Sema {
     for (Value& a : v.args) fillBroadcast(a, shape, shift);
   }
 
+  // Every variable at once (v -> v + shift): a renaming, not the substitution of one variable.
   static void shiftVars(IndexExpr& ix, int shift) {
     if (ix.kind == IndexExpr::Kind::Var) ix.var += shift;
     for (IndexExpr& o : ix.ops) shiftVars(o, shift);
@@ -817,6 +818,9 @@ class Sema {
     return r;
   }
 
+  // Not affineForm (IndexAlgebra.h): that merges equal atoms (x / 2 - x / 2 cancels, which
+  // would change the range and so which accesses are guarded), and it misses an overflow of
+  // c * constant that the sum brings back into int64; here every step is checked.
   void linearize(const IndexExpr& ix, int64_t c, std::vector<int64_t>& coeff,
                  std::vector<std::pair<const IndexExpr*, int64_t>>& atoms, int64_t& c0, SourceRange at) {
     int64_t t;

@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "compiler/loops/transforms/LoopTransforms.h"
+#include "compiler/loops/PerfectNest.h"
+#include "compiler/loops/Substitute.h"
+#include "compiler/loops/Walk.h"
 
 namespace texc::loops {
 
@@ -19,52 +23,46 @@ constexpr int64_t kVisitBudget = int64_t(1) << 22;
 constexpr int kMovedVar = 1 << 20;
 
 // Which buffers `stmts` load and store.
-void accessesOf(const std::vector<Stmt>& stmts, std::vector<bool>& loads, std::vector<bool>& stores) {
-  forEachAccess(stmts, [&](const Expr& e) { loads[e.buffer] = true; }, [&](const Stmt& s) { stores[s.buffer] = true; });
+void accessesOf(const Block& stmts, std::vector<bool>& loads, std::vector<bool>& stores) {
+  forEachAccess(stmts, [&](const Expr& e) { loads[e.buffer] = true; }, [&](const Store& s) { stores[s.buffer] = true; });
 }
 
-bool holdsKind(const std::vector<Stmt>& stmts, StmtKind kind) {
-  for (const Stmt& s : stmts)
-    if (s.kind == kind || holdsKind(s.body, kind)) return true;
-  return false;
+template <class Kind>
+bool holds(const Block& stmts) {
+  return anyStmt(stmts, [](const Stmt& s) { return s.is<Kind>(); });
 }
 
-bool storesTo(const std::vector<Stmt>& stmts, int buffer) {
-  bool found = false;
-  forEachAccess(stmts, [](const Expr&) {}, [&](const Stmt& s) { found = found || s.buffer == buffer; });
-  return found;
+bool storesTo(const Block& stmts, int buffer) {
+  return anyStmt(stmts, [&](const Stmt& s) {
+    const Store* st = s.getIf<Store>();
+    return st && st->buffer == buffer;
+  });
 }
 
 // Whether a pack or tile below `stmts` works on a k window that moves with `var`.
-bool kWindowUses(const std::vector<Stmt>& stmts, int var) {
-  for (const Stmt& s : stmts) {
-    if ((s.kind == StmtKind::Pack || s.kind == StmtKind::Tile) && s.kBlock > 0 && usesVar(s.kBase, var)) return true;
-    if (kWindowUses(s.body, var)) return true;
-  }
-  return false;
+bool kWindowUses(const Block& stmts, int var) {
+  return anyStmt(stmts, [&](const Stmt& s) {
+    const KWindow* k = s.is<Pack>() ? &s.as<Pack>().k : s.is<Tile>() ? &s.as<Tile>().k : nullptr;
+    return k && k->block > 0 && usesVar(k->base, var);
+  });
 }
 
 // Whether `var` decides which elements the statements store: it appears in a store's index or a
 // tile's row or column base. A k-block loop does not (its tiles store the same elements on every
 // iteration), so the proof walks it once.
-bool placesStores(const std::vector<Stmt>& stmts, int var) {
-  for (const Stmt& s : stmts) {
-    if (s.kind == StmtKind::Store)
-      for (const IndexExpr& ix : s.index)
-        if (usesVar(ix, var)) return true;
-    if (s.kind == StmtKind::Tile && (usesVar(s.rowBase, var) || usesVar(s.colBase, var))) return true;
-    if (s.kind == StmtKind::Guard)
-      for (const GuardCond& c : s.conds)
-        if (usesVar(c.index, var)) return true;
-    if (placesStores(s.body, var)) return true;
-  }
-  return false;
+bool placesStores(const Block& stmts, int var) {
+  const auto uses = [&](const IndexExpr& ix) { return usesVar(ix, var); };
+  return anyStmt(stmts, [&](const Stmt& s) {
+    if (auto* st = s.getIf<Store>()) return std::any_of(st->index.begin(), st->index.end(), uses);
+    if (auto* t = s.getIf<Tile>()) return uses(t->rowBase) || uses(t->colBase);
+    if (auto* g = s.getIf<Guard>())
+      return std::any_of(g->conds.begin(), g->conds.end(), [&](const GuardCond& c) { return uses(c.index); });
+    return false;
+  });
 }
 
-bool directlyHoldsTile(const std::vector<Stmt>& stmts) {
-  for (const Stmt& s : stmts)
-    if (s.kind == StmtKind::Tile) return true;
-  return false;
+bool directlyHoldsTile(const Block& stmts) {
+  return std::any_of(stmts.begin(), stmts.end(), [](const Stmt& s) { return s.is<Tile>(); });
 }
 
 // Row-major element number of `index` in `b`, or -1 when it lies outside the buffer.
@@ -87,34 +85,38 @@ struct Proof {
 
   // Records the elements of T that `stmts` write, as block `block`; false when an element is
   // written by two blocks, a write hides under a guard, or the budget runs out.
-  bool writes(const std::vector<Stmt>& stmts, std::vector<int64_t>& vals, int32_t block) {
+  bool writes(const Block& stmts, std::vector<int64_t>& vals, int32_t block) {
     for (const Stmt& s : stmts) {
-      switch (s.kind) {
+      switch (s.kind()) {
         case StmtKind::Loop: {
-          const int64_t n = placesStores(s.body, s.var) ? s.extent : 1;
+          const Loop& l = s.as<Loop>();
+          const int64_t n = placesStores(l.body, l.var) ? l.extent : 1;
           for (int64_t v = 0; v < n; ++v) {
-            vals[s.var] = v;
-            if (!writes(s.body, vals, block)) return false;
+            vals[l.var] = v;
+            if (!writes(l.body, vals, block)) return false;
           }
           break;
         }
         case StmtKind::Guard:
-          if (storesTo(s.body, T)) return false;
+          if (storesTo(s.as<Guard>().body, T)) return false;
           break;
-        case StmtKind::Store:
-          if (s.buffer == T) {
-            int64_t e = elementOf(p.buffers[T], s.index, vals);
+        case StmtKind::Store: {
+          const Store& st = s.as<Store>();
+          if (st.buffer == T) {
+            int64_t e = elementOf(p.buffers[T], st.index, vals);
             if (e < 0 || (owner[e] >= 0 && owner[e] != block) || --budget < 0) return false;
             owner[e] = block;
           }
           break;
+        }
         case StmtKind::Tile: {
-          const int64_t i0 = evalIndex(s.rowBase, vals), j0 = evalIndex(s.colBase, vals);
-          for (int64_t r = 0; r < s.rows && i0 + r < s.rowExtent; ++r)
-            for (int64_t c = 0; c < s.cols && j0 + c < s.colExtent; ++c) {
-              vals[s.rowVar] = i0 + r;
-              vals[s.colVar] = j0 + c;
-              if (!writes(s.body, vals, block)) return false;
+          const Tile& t = s.as<Tile>();
+          const int64_t i0 = evalIndex(t.rowBase, vals), j0 = evalIndex(t.colBase, vals);
+          for (int64_t r = 0; r < t.rows && i0 + r < t.rowExtent; ++r)
+            for (int64_t c = 0; c < t.cols && j0 + c < t.colExtent; ++c) {
+              vals[t.rowVar] = i0 + r;
+              vals[t.colVar] = j0 + c;
+              if (!writes(t.epilogue, vals, block)) return false;
             }
           break;
         }
@@ -127,37 +129,42 @@ struct Proof {
   }
 
   bool readsExpr(const Expr& e, const std::vector<int64_t>& vals, int32_t block) {
-    if (e.kind == ExprKind::Load && e.buffer == T) {
-      int64_t at = elementOf(p.buffers[T], e.index, vals);
-      if (at < 0 || owner[at] != block || --budget < 0) return false;
-    }
-    for (const Expr& a : e.args)
-      if (!readsExpr(a, vals, block)) return false;
-    return true;
+    bool ok = true;
+    forEachLoad(e, [&](const Expr& load) {
+      if (!ok || load.buffer != T) return;
+      int64_t at = elementOf(p.buffers[T], load.index, vals);
+      ok = at >= 0 && owner[at] == block && --budget >= 0;
+    });
+    return ok;
   }
 
   // Whether every element of T that `stmts` read was written by `block`.
-  bool reads(const std::vector<Stmt>& stmts, std::vector<int64_t>& vals, int32_t block) {
+  bool reads(const Block& stmts, std::vector<int64_t>& vals, int32_t block) {
     for (const Stmt& s : stmts) {
-      switch (s.kind) {
-        case StmtKind::Loop:
-          for (int64_t v = 0; v < s.extent; ++v) {
-            vals[s.var] = v;
-            if (!reads(s.body, vals, block)) return false;
+      switch (s.kind()) {
+        case StmtKind::Loop: {
+          const Loop& l = s.as<Loop>();
+          for (int64_t v = 0; v < l.extent; ++v) {
+            vals[l.var] = v;
+            if (!reads(l.body, vals, block)) return false;
           }
           break;
+        }
         case StmtKind::Guard: {
+          const Guard& g = s.as<Guard>();
           bool taken = true;
-          for (const GuardCond& c : s.conds) {
+          for (const GuardCond& c : g.conds) {
             int64_t i = evalIndex(c.index, vals);
             taken = taken && i >= 0 && i < c.extent;
           }
-          if (taken && !reads(s.body, vals, block)) return false;
+          if (taken && !reads(g.body, vals, block)) return false;
           break;
         }
         case StmtKind::Store:
+          if (!readsExpr(s.as<Store>().value, vals, block)) return false;
+          break;
         case StmtKind::AccUpdate:
-          if (!readsExpr(s.value, vals, block)) return false;
+          if (!readsExpr(s.as<AccUpdate>().value, vals, block)) return false;
           break;
         default: break;
       }
@@ -168,63 +175,51 @@ struct Proof {
 
 // The producer's block loops: the single loop at its top, and each loop whose body is exactly
 // one loop, down to (not including) a loop whose variable moves a k window or that holds tiles.
-std::vector<Stmt*> blockLoops(Kernel& k) {
-  std::vector<Stmt*> chain;
+std::vector<Loop*> blockLoops(Kernel& k) {
   Stmt* top = nullptr;
   for (Stmt& s : k.body) {
-    if (s.kind == StmtKind::Loop) {
+    if (s.is<Loop>()) {
       if (top) return {};
       top = &s;
-    } else if (s.kind != StmtKind::Pack) {
+    } else if (!s.is<Pack>()) {
       return {};  // only whole-operand packs may run outside the loops
     }
   }
-  for (Stmt* l = top; l;) {
-    if (kWindowUses(l->body, l->var) || directlyHoldsTile(l->body)) break;
-    chain.push_back(l);
-    l = l->body.size() == 1 && l->body[0].kind == StmtKind::Loop ? &l->body[0] : nullptr;
-  }
+  if (!top) return {};
+  std::vector<Loop*> chain = perfectNest(*top);
+  auto last = std::find_if(chain.begin(), chain.end(),
+                           [](const Loop* l) { return kWindowUses(l->body, l->var) || directlyHoldsTile(l->body); });
+  chain.erase(last, chain.end());
   return chain;
 }
 
 // The consumer's perfect nest: its single top loop and each loop that is its parent's only
 // statement.
-std::vector<Stmt*> perfectNest(Kernel& k) {
-  std::vector<Stmt*> nest;
-  if (k.body.size() != 1 || k.body[0].kind != StmtKind::Loop) return nest;
-  for (Stmt* l = &k.body[0];; l = &l->body[0]) {
-    nest.push_back(l);
-    if (l->body.size() != 1 || l->body[0].kind != StmtKind::Loop) break;
-  }
-  return nest;
+std::vector<Loop*> consumerNest(Kernel& k) {
+  if (k.body.size() != 1) return {};
+  return perfectNest(k.body[0]);
 }
 
 // Accumulators the statements touch.
-void accsOf(const Expr& e, std::vector<bool>& used) {
-  if (e.kind == ExprKind::AccRead) used[e.acc] = true;
-  for (const Expr& a : e.args) accsOf(a, used);
-}
-void accsOf(const std::vector<Stmt>& stmts, std::vector<bool>& used) {
-  for (const Stmt& s : stmts) {
-    if (s.kind == StmtKind::AccInit || s.kind == StmtKind::AccUpdate) used[s.acc] = true;
-    accsOf(s.value, used);
-    accsOf(s.body, used);
-  }
+void accsOf(const Block& stmts, std::vector<bool>& used) {
+  forEachStmt(stmts, [&](const Stmt& s) {
+    if (auto* i = s.getIf<AccInit>()) used[i->acc] = true;
+    if (auto* u = s.getIf<AccUpdate>()) used[u->acc] = true;
+    if (const Expr* v = valueOf(s))
+      forEachExprNode(*v, [&](const Expr& e) {
+        if (e.kind == ExprKind::AccRead) used[e.acc] = true;
+      });
+  });
 }
 
 // Whether every store of `stmts` names `var` in its index: then iterations of the consumer with
 // different values of a bound loop store different elements, and the blocks, which may run on
 // different threads, never store the same one.
-bool storesUse(const std::vector<Stmt>& stmts, int var) {
-  for (const Stmt& s : stmts) {
-    if (s.kind == StmtKind::Store) {
-      bool uses = false;
-      for (const IndexExpr& ix : s.index) uses = uses || usesVar(ix, var);
-      if (!uses) return false;
-    }
-    if (!storesUse(s.body, var)) return false;
-  }
-  return true;
+bool storesUse(const Block& stmts, int var) {
+  return !anyStmt(stmts, [&](const Stmt& s) {
+    const Store* st = s.getIf<Store>();
+    return st && std::none_of(st->index.begin(), st->index.end(), [&](const IndexExpr& ix) { return usesVar(ix, var); });
+  });
 }
 
 // A binding: block loop b of the producer drives consumer loop consumerLoop[b] (-1: none, for
@@ -234,7 +229,7 @@ struct Binding {
   std::vector<int64_t> q;
 };
 
-void bindings(const std::vector<Stmt*>& blocks, const std::vector<Stmt*>& nest, size_t b, Binding& cur, std::vector<bool>& taken,
+void bindings(const std::vector<Loop*>& blocks, const std::vector<Loop*>& nest, size_t b, Binding& cur, std::vector<bool>& taken,
               std::vector<Binding>& out) {
   if (out.size() >= 64) return;
   if (b == blocks.size()) {
@@ -260,10 +255,10 @@ void bindings(const std::vector<Stmt*>& blocks, const std::vector<Stmt*>& nest, 
 
 // The first half of the proof, the same for every binding: which block writes each element of T
 // (false when two blocks write one element, or the walk is too long).
-bool recordWrites(Proof& proof, const Kernel& P, const std::vector<Stmt*>& blocks) {
+bool recordWrites(Proof& proof, const Kernel& P, const std::vector<Loop*>& blocks) {
   std::vector<int64_t> pv(P.varNames.size(), 0);
   int64_t blockCount = 1;
-  for (const Stmt* b : blocks) blockCount *= b->extent;
+  for (const Loop* b : blocks) blockCount *= b->extent;
   if (blockCount >= (int64_t(1) << 31)) return false;
   for (int64_t id = 0; id < blockCount; ++id) {
     int64_t rest = id;
@@ -278,16 +273,16 @@ bool recordWrites(Proof& proof, const Kernel& P, const std::vector<Stmt*>& block
 
 // The second half: whether, under `bind`, each block's consumer iterations read only what the
 // block wrote.
-bool proveReads(Proof& proof, const Kernel& C, const std::vector<Stmt*>& blocks, const std::vector<Stmt*>& nest, const Binding& bind) {
+bool proveReads(Proof& proof, const Kernel& C, const std::vector<Loop*>& blocks, const std::vector<Loop*>& nest, const Binding& bind) {
   std::vector<int64_t> pv(blocks.size(), 0), cv(C.varNames.size(), 0);
   int64_t blockCount = 1;
-  for (const Stmt* b : blocks) blockCount *= b->extent;
+  for (const Loop* b : blocks) blockCount *= b->extent;
   std::vector<int> boundBy(nest.size(), -1);
   for (size_t b = 0; b < blocks.size(); ++b)
     if (bind.consumerLoop[b] >= 0) boundBy[bind.consumerLoop[b]] = static_cast<int>(b);
   std::function<bool(size_t, int32_t)> walk = [&](size_t d, int32_t block) -> bool {
     if (d == nest.size()) return proof.reads(nest.back()->body, cv, block);
-    const Stmt& l = *nest[d];
+    const Loop& l = *nest[d];
     int64_t lo = 0, n = l.extent;
     if (boundBy[d] >= 0) {
       const int b = boundBy[d];
@@ -311,63 +306,47 @@ bool proveReads(Proof& proof, const Kernel& C, const std::vector<Stmt*>& blocks,
   return true;
 }
 
-void renameIndex(IndexExpr& e, const std::function<IndexExpr(int)>& by) {
-  if (e.kind == IndexExpr::Kind::Var) {
-    e = by(e.var);
-    return;
-  }
-  for (IndexExpr& o : e.ops) renameIndex(o, by);
-}
-
 // Gives the consumer's variables the ids kMovedVar + v and its accumulators the ids after the
 // producer's, so that they cannot meet the producer's own.
-void moveIds(std::vector<Stmt>& stmts, int accOffset) {
-  const auto shift = [](int v) { return IndexExpr::makeVar(kMovedVar + v); };
-  std::function<void(Expr&)> expr = [&](Expr& e) {
-    if (e.kind == ExprKind::VarValue && e.index.empty()) e.index.push_back(IndexExpr::makeVar(e.var));
-    for (IndexExpr& ix : e.index) renameIndex(ix, shift);
-    if (e.kind == ExprKind::AccRead) e.acc += accOffset;
-    for (Expr& a : e.args) expr(a);
-  };
-  for (Stmt& s : stmts) {
-    if (s.kind == StmtKind::Loop) s.var += kMovedVar;
-    if (s.kind == StmtKind::AccInit || s.kind == StmtKind::AccUpdate) s.acc += accOffset;
-    for (IndexExpr& ix : s.index) renameIndex(ix, shift);
-    for (GuardCond& c : s.conds) renameIndex(c.index, shift);
-    expr(s.value);
-    moveIds(s.body, accOffset);
-  }
+void moveIds(Block& stmts, int numVars, int accOffset) {
+  forEachStmt(stmts, [&](Stmt& s) {
+    if (auto* l = s.getIf<Loop>()) l->var += kMovedVar;
+    if (auto* i = s.getIf<AccInit>()) i->acc += accOffset;
+    if (auto* u = s.getIf<AccUpdate>()) u->acc += accOffset;
+    if (Expr* v = valueOf(s))
+      forEachExprNode(*v, [&](Expr& e) {
+        if (e.kind == ExprKind::AccRead) e.acc += accOffset;
+      });
+  });
+  // No loop binds an old id any more, so every use is free; the new ids lie above all old ones.
+  for (int v = 0; v < numVars; ++v) substitute(stmts, v, IndexExpr::makeVar(kMovedVar + v));
 }
 
 // Moves consumer kernel C into producer P at the end of the innermost block loop's body.
-std::string fuse(Kernel& P, Kernel& C, const std::vector<Stmt*>& blocks, const std::vector<Stmt*>& nest,
+std::string fuse(Kernel& P, Kernel& C, const std::vector<Loop*>& blocks, const std::vector<Loop*>& nest,
                  const Binding& bind) {
   std::vector<int> boundBy(nest.size(), -1);
   for (size_t b = 0; b < blocks.size(); ++b)
     if (bind.consumerLoop[b] >= 0) boundBy[bind.consumerLoop[b]] = static_cast<int>(b);
 
   // The consumer's innermost body with moved ids, then wrapped loop by loop from the inside out.
-  std::vector<Stmt> body = nest.back()->body;
-  moveIds(body, P.numAccs);
+  Block body = nest.back()->body;
+  moveIds(body, static_cast<int>(C.varNames.size()), P.numAccs);
   std::vector<std::pair<int, IndexExpr>> replace;  // moved id -> what it becomes in P
   std::vector<std::string> told;
   // Inner loops of the consumer's body (its reduction loops) get new variables too.
-  std::function<void(std::vector<Stmt>&)> innerVars = [&](std::vector<Stmt>& stmts) {
-    for (Stmt& s : stmts) {
-      if (s.kind == StmtKind::Loop && s.var >= kMovedVar) {
-        const int moved = s.var;
-        s.var = nest::addVar(P, C.varNames[moved - kMovedVar]);
-        replace.emplace_back(moved, IndexExpr::makeVar(s.var));
-      }
-      innerVars(s.body);
-    }
-  };
-  innerVars(body);
+  forEachStmt(body, [&](Stmt& s) {
+    Loop* l = s.getIf<Loop>();
+    if (!l || l->var < kMovedVar) return;
+    const int moved = l->var;
+    l->var = nest::addVar(P, C.varNames[moved - kMovedVar]);
+    replace.emplace_back(moved, IndexExpr::makeVar(l->var));
+  });
   for (size_t d = nest.size(); d-- > 0;) {
-    const Stmt& l = *nest[d];
+    const Loop& l = *nest[d];
     const std::string& name = C.varNames[l.var];
     if (boundBy[d] >= 0 && bind.q[boundBy[d]] == 1) {
-      const Stmt& b = *blocks[boundBy[d]];
+      const Loop& b = *blocks[boundBy[d]];
       replace.emplace_back(kMovedVar + l.var, IndexExpr::makeVar(b.var));
       told.push_back(fmt::format("{} = {}", name, P.varNames[b.var]));
       continue;  // no loop: the block loop is it
@@ -376,8 +355,7 @@ std::string fuse(Kernel& P, Kernel& C, const std::vector<Stmt*>& blocks, const s
       replace.emplace_back(kMovedVar + l.var, IndexExpr::makeConst(0));
       continue;  // a unit loop (a batch of one) needs no loop
     }
-    Stmt loop;
-    loop.kind = StmtKind::Loop;
+    Loop loop;
     loop.var = nest::addVar(P, name);
     loop.vectorize = l.vectorize;
     loop.scalar = l.scalar;
@@ -388,7 +366,7 @@ std::string fuse(Kernel& P, Kernel& C, const std::vector<Stmt*>& blocks, const s
       loop.extent = q;
       IndexExpr v;
       v.kind = IndexExpr::Kind::Add;
-      v.ops = {nest::affine(q, u, 0), IndexExpr::makeVar(loop.var)};
+      v.ops = {affineIndex(q, u, 0), IndexExpr::makeVar(loop.var)};
       replace.emplace_back(kMovedVar + l.var, v);
       told.push_back(fmt::format("{} = {} * {} + {}", name, q, P.varNames[u], P.varNames[loop.var]));
     } else {
@@ -398,9 +376,9 @@ std::string fuse(Kernel& P, Kernel& C, const std::vector<Stmt*>& blocks, const s
     body.clear();
     body.push_back(std::move(loop));
   }
-  for (const auto& [moved, by] : replace) nest::substitute(body, moved, by);
+  for (const auto& [moved, by] : replace) substitute(body, moved, by);
   P.numAccs += C.numAccs;
-  std::vector<Stmt>& at = blocks.back()->body;
+  Block& at = blocks.back()->body;
   for (Stmt& s : body) at.push_back(std::move(s));
   std::string binding;
   for (size_t i = told.size(); i-- > 0;) binding += (binding.empty() ? "" : ", ") + told[i];
@@ -415,8 +393,8 @@ std::vector<TileFusion> fuseIntoTiles(LoopProgram& p) {
     Kernel& P = p.kernels[i];
     Kernel& C = p.kernels[i + 1];
     const int T = P.outputBuffer, O = C.outputBuffer;
-    if (T < 0 || O < 0 || T == O || p.buffers[T].kind != BufferKind::Temp || !holdsKind(P.body, StmtKind::Tile)) continue;
-    if (!C.scratchSizes.empty() || holdsKind(C.body, StmtKind::Tile) || holdsKind(C.body, StmtKind::Pack)) continue;
+    if (T < 0 || O < 0 || T == O || p.buffers[T].kind != BufferKind::Temp || !holds<Tile>(P.body)) continue;
+    if (!C.scratchSizes.empty() || holds<Tile>(C.body) || holds<Pack>(C.body)) continue;
     std::vector<bool> pl(p.buffers.size()), ps(p.buffers.size()), cl(p.buffers.size()), cs(p.buffers.size());
     accessesOf(P.body, pl, ps);
     accessesOf(C.body, cl, cs);
@@ -432,8 +410,8 @@ std::vector<TileFusion> fuseIntoTiles(LoopProgram& p) {
       elsewhere = elsewhere || l[T] || s[T];
     }
     if (elsewhere) continue;
-    std::vector<Stmt*> blocks = blockLoops(P);
-    std::vector<Stmt*> nest = perfectNest(C);
+    std::vector<Loop*> blocks = blockLoops(P);
+    std::vector<Loop*> nest = consumerNest(C);
     if (blocks.empty() || nest.empty()) continue;
     // Every accumulator of the consumer starts inside its innermost body, so no value crosses
     // the iterations that now run in another order.
@@ -441,7 +419,7 @@ std::vector<TileFusion> fuseIntoTiles(LoopProgram& p) {
       std::vector<bool> used(static_cast<size_t>(C.numAccs)), init(static_cast<size_t>(C.numAccs));
       accsOf(nest.back()->body, used);
       for (const Stmt& s : nest.back()->body)
-        if (s.kind == StmtKind::AccInit) init[s.acc] = true;
+        if (auto* a = s.getIf<AccInit>()) init[a->acc] = true;
       bool ok = true;
       for (size_t a = 0; a < used.size(); ++a) ok = ok && (!used[a] || init[a]);
       if (!ok) continue;

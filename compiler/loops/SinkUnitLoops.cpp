@@ -1,49 +1,44 @@
 #include "compiler/loops/SinkUnitLoops.h"
 
-#include "compiler/loops/transforms/LoopTransforms.h"
+#include "compiler/loops/PerfectNest.h"
+#include "compiler/loops/Substitute.h"
+#include "compiler/loops/Walk.h"
 
 namespace texc::loops {
 
 namespace {
 
-bool holdsLoop(const std::vector<Stmt>& stmts) {
-  for (const Stmt& s : stmts)
-    if (s.kind == StmtKind::Loop || holdsLoop(s.body)) return true;
-  return false;
-}
-
 bool sinkOne(Kernel& k) {
   if (k.body.size() != 1) return false;
-  Stmt* top = &k.body[0];
-  if (top->kind != StmtKind::Loop || !top->parallel || top->extent != 1) return false;
   // The chain of unit loops, each exactly the next loop's parent, down to the first longer loop.
-  Stmt* lastUnit = top;
-  while (lastUnit->body.size() == 1 && lastUnit->body[0].kind == StmtKind::Loop && lastUnit->body[0].extent == 1)
-    lastUnit = &lastUnit->body[0];
-  if (lastUnit->body.size() != 1 || lastUnit->body[0].kind != StmtKind::Loop) return false;
-  Stmt& longer = lastUnit->body[0];
-  if (!holdsLoop(longer.body)) {
+  std::vector<Loop*> nest = perfectNest(k.body[0]);
+  if (nest.empty() || !nest[0]->parallel || nest[0]->extent != 1) return false;
+  size_t longerAt = 1;
+  while (longerAt < nest.size() && nest[longerAt]->extent == 1) ++longerAt;
+  if (longerAt == nest.size()) return false;
+  Stmt& longer = nest[longerAt - 1]->body[0];
+  if (!anyStmt(longer.as<Loop>().body, [](const Stmt& s) { return s.is<Loop>(); })) {
     // The innermost loop, which the vectorizer widens: it stays innermost and becomes the
     // parallel loop too (as a rank-1 kernel's only loop is); the unit loops go, their variables
     // replaced by 0.
     std::vector<int> units;
-    for (const Stmt* l = top; l != &longer; l = &l->body[0]) units.push_back(l->var);
-    Stmt only = std::move(longer);
-    for (int v : units) nest::substitute(only.body, v, IndexExpr::makeConst(0));
+    for (size_t d = 0; d < longerAt; ++d) units.push_back(nest[d]->var);
+    Loop only = std::move(longer.as<Loop>());
+    for (int v : units) substitute(only.body, v, IndexExpr::makeConst(0));
     only.parallel = true;
+    k.parallelExtent = only.extent;
     k.body[0] = std::move(only);
-    k.parallelExtent = k.body[0].extent;
     return true;
   }
 
-  Stmt moved = std::move(longer);
-  lastUnit->body = std::move(moved.body);  // the unit loops now hold what the longer loop held
+  Loop moved = std::move(longer.as<Loop>());
+  nest[longerAt - 1]->body = std::move(moved.body);  // the unit loops now hold what the longer loop held
   moved.body.clear();
+  nest[0]->parallel = false;
   moved.body.push_back(std::move(k.body[0]));
   moved.parallel = true;
-  moved.body[0].parallel = false;
+  k.parallelExtent = moved.extent;
   k.body[0] = std::move(moved);
-  k.parallelExtent = k.body[0].extent;
   return true;
 }
 

@@ -4,23 +4,14 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "frontend/IndexAlgebra.h"
+
 namespace texc::rows {
 
 namespace {
 
 bool mentionsRowVar(const IndexExpr& e, const Ctx& c) {
-  if (e.kind == IndexExpr::Kind::Var) return c.rowSlot[e.var] >= 0;
-  for (const IndexExpr& o : e.ops)
-    if (mentionsRowVar(o, c)) return true;
-  return false;
-}
-
-// Affine in the row variables: no floor division or modulo has a row variable in its operand.
-bool rowAffine(const IndexExpr& e, const Ctx& c) {
-  if ((e.kind == IndexExpr::Kind::FloorDiv || e.kind == IndexExpr::Kind::Mod) && mentionsRowVar(e, c)) return false;
-  for (const IndexExpr& o : e.ops)
-    if (!rowAffine(o, c)) return false;
-  return true;
+  return std::any_of(c.rowVars.begin(), c.rowVars.end(), [&](int v) { return usesVar(e, v); });
 }
 
 // Prepares `li` for `e`. An affine expression is f(rest) + sum_k coef_k * row_k, so each
@@ -28,7 +19,10 @@ bool rowAffine(const IndexExpr& e, const Ctx& c) {
 LaneIndex makeLaneIndex(const IndexExpr& e, const Ctx& c) {
   LaneIndex li;
   li.expr = &e;
-  li.affine = rowAffine(e, c);
+  // Affine in the row variables: no floor division or modulo (an atom of the affine form) has a
+  // row variable in its operand.
+  const AffineForm form = affineForm(e);
+  li.affine = std::none_of(c.rowVars.begin(), c.rowVars.end(), [&](int v) { return form.varInAtom(v); });
   if (!li.affine) return li;
   std::vector<int64_t> zero(c.comp.vars.size(), 0);
   int64_t f0 = evalIndex(e, zero);
