@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
 
+#include "compiler/loops/Equal.h"
+#include "compiler/loops/PerfectNest.h"
+#include "compiler/loops/Substitute.h"
+#include "compiler/loops/Walk.h"
 #include "frontend/AST.h"
 
 namespace texc {
@@ -111,13 +114,10 @@ class KernelGen {
       info.paramTypes.push_back(fmt::format("{}{}*", written ? "" : "const ", storageType(p_.buffers[b].dtype)));
     }
     // The left-hand nest: loops whose body is one loop, down to the list that holds the store.
-    const std::vector<Stmt>* inner = &k_.body;
-    while (inner->size() == 1 && (*inner)[0].kind == StmtKind::Loop) {
-      lhs_.push_back(&(*inner)[0]);
-      inner = &(*inner)[0].body;
-    }
+    if (k_.body.size() == 1) lhs_ = perfectNest(k_.body[0]);
+    const Block* inner = lhs_.empty() ? &k_.body : &innermostBody(lhs_);
     outputs_ = 1;
-    for (const Stmt* l : lhs_) outputs_ *= l->extent;
+    for (const Loop* l : lhs_) outputs_ *= l->extent;
 
     std::string body;
     if (o_.tiledContractions && tiledContraction(*inner, body, info)) {
@@ -268,7 +268,7 @@ class KernelGen {
     return "?";
   }
 
-  std::string store(const Stmt& s, const LoadMap& loads) const {
+  std::string store(const Store& s, const LoadMap& loads) const {
     std::string v = expr(s.value, loads);
     switch (p_.buffers[s.buffer].dtype) {
       case DType::F16: v = fmt::format("texc_f16_store((float){})", v); break;
@@ -280,30 +280,38 @@ class KernelGen {
 
   void stmt(const Stmt& s, int depth, std::string& out, const LoadMap& loads = {}) const {
     std::string pad(2 * depth, ' ');
-    switch (s.kind) {
-      case StmtKind::Loop:
-        out += fmt::format("{}for ({} {} = 0; {} < {}; ++{}) {{\n", pad, idx_, varNames_[s.var], varNames_[s.var], s.extent, varNames_[s.var]);
-        for (const Stmt& b : s.body) stmt(b, depth + 1, out, loads);
+    switch (s.kind()) {
+      case StmtKind::Loop: {
+        const Loop& l = s.as<Loop>();
+        out += fmt::format("{}for ({} {} = 0; {} < {}; ++{}) {{\n", pad, idx_, varNames_[l.var], varNames_[l.var], l.extent, varNames_[l.var]);
+        for (const Stmt& b : l.body) stmt(b, depth + 1, out, loads);
         out += pad + "}\n";
         break;
-      case StmtKind::Store: out += pad + store(s, loads) + "\n"; break;
+      }
+      case StmtKind::Store: out += pad + store(s.as<Store>(), loads) + "\n"; break;
       // The tile pass is CPU-only (it is skipped for --target cuda): these never arrive here.
       case StmtKind::Pack:
       case StmtKind::Tile: throw std::logic_error("codegen-cuda: the loop IR has CPU tiling statements (Pack/Tile)");
-      case StmtKind::AccInit: out += fmt::format("{}acc{} = {};\n", pad, s.acc, identity(s.reduce)); break;
+      case StmtKind::AccInit: {
+        const AccInit& init = s.as<AccInit>();
+        out += fmt::format("{}acc{} = {};\n", pad, init.acc, identity(init.reduce));
+        break;
+      }
       case StmtKind::AccUpdate: {
-        std::string a = fmt::format("acc{}", s.acc);
-        out += fmt::format("{}{} = {};\n", pad, a, combine(s.reduce, a, expr(s.value, loads)));
+        const AccUpdate& u = s.as<AccUpdate>();
+        std::string a = fmt::format("acc{}", u.acc);
+        out += fmt::format("{}{} = {};\n", pad, a, combine(u.reduce, a, expr(u.value, loads)));
         break;
       }
       case StmtKind::Guard: {
+        const Guard& g = s.as<Guard>();
         std::string conds;
-        for (size_t i = 0; i < s.conds.size(); ++i) {
-          std::string ix = index(s.conds[i].index);
-          conds += fmt::format("{}{} >= 0 && {} < {}", i ? " && " : "", ix, ix, s.conds[i].extent);
+        for (size_t i = 0; i < g.conds.size(); ++i) {
+          std::string ix = index(g.conds[i].index);
+          conds += fmt::format("{}{} >= 0 && {} < {}", i ? " && " : "", ix, ix, g.conds[i].extent);
         }
         out += fmt::format("{}if ({}) {{  // otherwise the term is skipped\n", pad, conds);
-        for (const Stmt& b : s.body) stmt(b, depth + 1, out, loads);
+        for (const Stmt& b : g.body) stmt(b, depth + 1, out, loads);
         out += pad + "}\n";
         break;
       }
@@ -319,13 +327,13 @@ class KernelGen {
 
   // Binds the variables of `loops` (outermost first) from the flat index `flat`, innermost
   // fastest; records "name → expression" mapping lines.
-  void unflatten(const std::vector<const Stmt*>& loops, const std::string& flat, int depth, std::string& out,
+  void unflatten(const std::vector<const Loop*>& loops, const std::string& flat, int depth, std::string& out,
                  std::vector<std::string>* mapping) const {
     std::string pad(2 * depth, ' ');
     int64_t stride = 1;
     size_t firstLine = mapping ? mapping->size() : 0;
     for (size_t d = loops.size(); d-- > 0;) {
-      const Stmt& l = *loops[d];
+      const Loop& l = *loops[d];
       std::string e = flat;
       if (stride > 1) e = fmt::format("{} / {}", e, stride);
       if (d > 0) e = stride > 1 ? fmt::format("({}) % {}", e, l.extent) : fmt::format("{} % {}", e, l.extent);
@@ -349,13 +357,12 @@ class KernelGen {
 
   // Elementwise f32 kernels over a multiple of 4 elements: each thread handles four consecutive
   // elements, its same-shaped operands read and its result written as float4.
-  bool vectorized(const std::vector<Stmt>& inner, std::string& out, CudaKernel& info) const {
-    if (inner.size() != 1 || inner[0].kind != StmtKind::Store || k_.computeType != DType::F32 || outputs_ % 4 != 0 || outputs_ < 4 ||
-        p_.buffers[inner[0].buffer].dtype != DType::F32)
+  bool vectorized(const Block& inner, std::string& out, CudaKernel& info) const {
+    if (inner.size() != 1 || !inner[0].is<Store>() || k_.computeType != DType::F32 || outputs_ % 4 != 0 || outputs_ < 4 ||
+        p_.buffers[inner[0].as<Store>().buffer].dtype != DType::F32)
       return false;
-    const Stmt& store = inner[0];
-    std::vector<const Expr*> loads;
-    collectLoads(store.value, loads);
+    const Store& store = inner[0].as<Store>();
+    std::vector<const Expr*> loads = loadsIn(store.value);
     std::set<int> vectorBuffers;
     for (const Expr* e : loads)
       if (identityLoad(*e)) vectorBuffers.insert(e->buffer);
@@ -384,7 +391,7 @@ class KernelGen {
     return true;
   }
 
-  void gridStride(const std::vector<Stmt>& inner, std::string& out, CudaKernel& info) const {
+  void gridStride(const Block& inner, std::string& out, CudaKernel& info) const {
     if (vectorized(inner, out, info)) return;
     int b = o_.threadsPerBlock;
     info.threads = b;
@@ -409,27 +416,19 @@ class KernelGen {
   // ---- block-reduce ------------------------------------------------------------------------------
   // inner = [acc = identity, reduction loops over the term, store f(acc)]: one block per output
   // element, its threads striding over the reduction's flattened iterations.
-  bool blockReduce(const std::vector<Stmt>& inner, std::string& out, CudaKernel& info) const {
-    if (inner.size() != 3 || inner[0].kind != StmtKind::AccInit || inner[1].kind != StmtKind::Loop ||
-        inner[2].kind != StmtKind::Store)
-      return false;
-    std::vector<const Stmt*> red;
-    const Stmt* l = &inner[1];
-    for (;;) {
-      red.push_back(l);
-      if (l->body.size() == 1 && l->body[0].kind == StmtKind::Loop) l = &l->body[0];
-      else break;
-    }
-    const std::vector<Stmt>* term = &red.back()->body;
+  bool blockReduce(const Block& inner, std::string& out, CudaKernel& info) const {
+    if (inner.size() != 3 || !inner[0].is<AccInit>() || !inner[1].is<Loop>() || !inner[2].is<Store>()) return false;
+    std::vector<const Loop*> red = perfectNest(inner[1]);
+    const Block* term = &innermostBody(red);
     int64_t terms = 1;
-    for (const Stmt* r : red) terms *= r->extent;
+    for (const Loop* r : red) terms *= r->extent;
     // Worth it when the reduction is long or the outputs are too few to fill the GPU.
     if (!(terms >= 256 || (terms >= 32 && outputs_ <= 16384))) return false;
 
     int b = o_.threadsPerBlock;
     int warps = b / 32;
-    int acc = inner[0].acc;
-    ReduceKind kind = inner[0].reduce;
+    int acc = inner[0].as<AccInit>().acc;
+    ReduceKind kind = inner[0].as<AccInit>().reduce;
     std::string a = fmt::format("acc{}", acc);
     info.threads = b;
     info.blocks = std::max<int64_t>(1, std::min<int64_t>(outputs_, o_.maxBlocks));
@@ -478,7 +477,7 @@ class KernelGen {
   // threads; each row accumulator it updates is combined across the block after it.
   struct RowPhase {
     const Stmt* stmt = nullptr;
-    std::vector<const Stmt*> nest;  // Loop: the perfect nest strided over the threads
+    std::vector<const Loop*> nest;  // Loop: the perfect nest strided over the threads
     int64_t extent = 1;             // Loop: its flattened iterations
     std::vector<int> reduced;       // the row accumulators combined after it, in order
     std::vector<ReduceKind> kinds;  // and how
@@ -491,65 +490,63 @@ class KernelGen {
     std::vector<Access> accesses;
   };
 
-  // What a loop body touches, at any depth.
+  // What a loop body touches, at any depth. (Pack and Tile, CPU tiling only, never get here: the
+  // tile pass is skipped for --target cuda.)
   struct Touches {
     std::set<int> localAccs, readAccs;
     std::map<int, ReduceKind> updatedAccs;
-    std::vector<const Stmt*> stores;
+    std::vector<const Store*> stores;
     std::vector<const Expr*> loads;
   };
-  static void collectTouches(const Stmt& s, Touches& t) {
-    switch (s.kind) {
-      case StmtKind::AccInit: t.localAccs.insert(s.acc); break;
-      case StmtKind::AccUpdate: t.updatedAccs.emplace(s.acc, s.reduce); break;
-      case StmtKind::Store: t.stores.push_back(&s); break;
-      case StmtKind::Loop:
-      case StmtKind::Guard: break;
-      case StmtKind::Pack:
-      case StmtKind::Tile: break;  // CPU tiling only; the tile pass is skipped for --target cuda
-    }
-    if (s.kind == StmtKind::Store || s.kind == StmtKind::AccUpdate) {
-      collectLoads(s.value, t.loads);
-      collectAccReads(s.value, t.readAccs);
-    }
-    for (const Stmt& b : s.body) collectTouches(b, t);
+  static Touches touches(const Block& body) {
+    Touches t;
+    forEachStmt(body, [&](const Stmt& s) {
+      if (const auto* init = s.getIf<AccInit>()) t.localAccs.insert(init->acc);
+      if (const auto* update = s.getIf<AccUpdate>()) t.updatedAccs.emplace(update->acc, update->reduce);
+      if (const auto* store = s.getIf<Store>()) t.stores.push_back(store);
+      if (const Expr* value = valueOf(s)) {
+        forEachLoad(*value, [&](const Expr& e) { t.loads.push_back(&e); });
+        addAccReads(*value, t.readAccs);
+      }
+    });
+    return t;
   }
-  static void collectAccReads(const Expr& e, std::set<int>& out) {
-    if (e.kind == ExprKind::AccRead) out.insert(e.acc);
-    for (const Expr& a : e.args) collectAccReads(a, out);
+  static void addAccReads(const Expr& e, std::set<int>& out) {
+    forEachExprNode(e, [&](const Expr& n) {
+      if (n.kind == ExprKind::AccRead) out.insert(n.acc);
+    });
+  }
+  static std::vector<const Expr*> loadsIn(const Expr& e) {
+    std::vector<const Expr*> loads;
+    forEachLoad(e, [&](const Expr& load) { loads.push_back(&load); });
+    return loads;
   }
   static bool isVar(const IndexExpr& ix, int var) { return ix.kind == IndexExpr::Kind::Var && ix.var == var; }
 
   // Splits inner into phases; false when some statement does not fit the strategy (a guard or an
   // update at the row level, a loop that reads a row accumulator it also reduces, a store that
   // several threads would make, a read of an element another thread of the same phase writes).
-  bool planRow(const std::vector<Stmt>& inner, std::vector<RowPhase>& phases) const {
+  bool planRow(const Block& inner, std::vector<RowPhase>& phases) const {
     std::map<int, ReduceKind> rowAccs;
     std::set<int> fresh;  // row accumulators holding their identity (initialised, not yet reduced)
     for (const Stmt& s : inner) {
       RowPhase ph;
       ph.stmt = &s;
-      if (s.kind == StmtKind::AccInit) {
-        rowAccs[s.acc] = s.reduce;
-        fresh.insert(s.acc);
-      } else if (s.kind == StmtKind::Store) {
+      if (const auto* init = s.getIf<AccInit>()) {
+        rowAccs[init->acc] = init->reduce;
+        fresh.insert(init->acc);
+      } else if (const auto* store = s.getIf<Store>()) {
         std::set<int> reads;
-        collectAccReads(s.value, reads);
+        addAccReads(store->value, reads);
         for (int acc : reads)
           if (!rowAccs.count(acc)) return false;
-        std::vector<const Expr*> loads;
-        collectLoads(s.value, loads);
-        for (const Expr* e : loads) ph.accesses.push_back({e->buffer, false, &e->index});
-        ph.stores.insert(s.buffer);
-        ph.accesses.push_back({s.buffer, true, &s.index});
-      } else if (s.kind == StmtKind::Loop) {
-        for (const Stmt* l = &s;; l = &l->body[0]) {
-          ph.nest.push_back(l);
-          ph.extent *= l->extent;
-          if (l->body.size() != 1 || l->body[0].kind != StmtKind::Loop) break;
-        }
-        Touches t;
-        collectTouches(s, t);
+        for (const Expr* e : loadsIn(store->value)) ph.accesses.push_back({e->buffer, false, &e->index});
+        ph.stores.insert(store->buffer);
+        ph.accesses.push_back({store->buffer, true, &store->index});
+      } else if (const auto* loop = s.getIf<Loop>()) {
+        ph.nest = perfectNest(s);
+        for (const Loop* l : ph.nest) ph.extent *= l->extent;
+        Touches t = touches(loop->body);
         for (const auto& [acc, kind] : t.updatedAccs) {
           if (t.localAccs.count(acc)) {
             if (rowAccs.count(acc)) return false;  // a row accumulator re-initialised per iteration
@@ -567,8 +564,8 @@ class KernelGen {
         for (int acc : t.localAccs) rowAccs.erase(acc);
         // Distinct strided iterations must store distinct elements: every strided variable indexes
         // some dimension of every store.
-        for (const Stmt* st : t.stores) {
-          for (const Stmt* l : ph.nest) {
+        for (const Store* st : t.stores) {
+          for (const Loop* l : ph.nest) {
             bool indexed = std::any_of(st->index.begin(), st->index.end(), [&](const IndexExpr& ix) { return isVar(ix, l->var); });
             if (!indexed) return false;
           }
@@ -579,12 +576,8 @@ class KernelGen {
         for (const Expr* e : t.loads) {
           ph.accesses.push_back({e->buffer, false, &e->index});
           if (!ph.stores.count(e->buffer)) continue;
-          bool own = std::any_of(t.stores.begin(), t.stores.end(), [&](const Stmt* st) {
-            if (st->buffer != e->buffer || st->index.size() != e->index.size()) return false;
-            for (size_t d = 0; d < e->index.size(); ++d)
-              if (!sameIndex(st->index[d], e->index[d], -1, -1)) return false;
-            return true;
-          });
+          bool own = std::any_of(t.stores.begin(), t.stores.end(),
+                                 [&](const Store* st) { return st->buffer == e->buffer && equal(st->index, e->index); });
           if (!own) return false;
         }
       } else {
@@ -598,22 +591,17 @@ class KernelGen {
   // Whether every buffer the row body writes is touched only at elements of the current row (the
   // left-hand variables index the same dimensions in every access), so consecutive rows of a
   // block need no barrier between them.
-  bool rowPrivate(const std::vector<Stmt>& inner) const {
+  bool rowPrivate(const Block& inner) const {
     std::map<int, std::vector<const std::vector<IndexExpr>*>> accesses;
     std::set<int> written;
-    std::function<void(const Stmt&)> visit = [&](const Stmt& s) {
-      std::vector<const Expr*> loads;
-      if (s.kind == StmtKind::Store || s.kind == StmtKind::AccUpdate) collectLoads(s.value, loads);
-      for (const Expr* e : loads) accesses[e->buffer].push_back(&e->index);
-      if (s.kind == StmtKind::Store) {
-        accesses[s.buffer].push_back(&s.index);
-        written.insert(s.buffer);
-      }
-      for (const Stmt& b : s.body) visit(b);
-    };
-    for (const Stmt& s : inner) visit(s);
+    forEachAccess(
+        inner, [&](const Expr& load) { accesses[load.buffer].push_back(&load.index); },
+        [&](const Store& store) {
+          accesses[store.buffer].push_back(&store.index);
+          written.insert(store.buffer);
+        });
     for (int b : written)
-      for (const Stmt* l : lhs_) {
+      for (const Loop* l : lhs_) {
         std::set<size_t> dims;
         for (size_t d = 0; d < p_.buffers[b].shape.size(); ++d) dims.insert(d);
         for (const std::vector<IndexExpr>* idx : accesses[b])
@@ -624,11 +612,10 @@ class KernelGen {
     return true;
   }
 
-  bool rowBlock(const std::vector<Stmt>& inner, std::string& out, CudaKernel& info) const {
+  bool rowBlock(const Block& inner, std::string& out, CudaKernel& info) const {
     // A single reduction and its store is block-reduce's shape; when that declined (too few
     // terms), one thread per output is the better mapping here too.
-    if (inner.size() == 3 && inner[0].kind == StmtKind::AccInit && inner[1].kind == StmtKind::Loop && inner[2].kind == StmtKind::Store)
-      return false;
+    if (inner.size() == 3 && inner[0].is<AccInit>() && inner[1].is<Loop>() && inner[2].is<Store>()) return false;
     std::vector<RowPhase> phases;
     if (!planRow(inner, phases)) return false;
     int64_t longest = 1;
@@ -678,9 +665,9 @@ class KernelGen {
         }
       if (readAfterWrite) sync("this phase reads what other threads wrote");
       else if (writeAfterUse) sync("this phase overwrites what other threads use");
-      if (s.kind == StmtKind::AccInit) {
+      if (s.is<AccInit>()) {
         stmt(s, 2, out);
-      } else if (s.kind == StmtKind::Store) {
+      } else if (s.is<Store>()) {
         out += "    if (threadIdx.x == 0) {  // a row scalar: every thread holds the accumulators\n";
         stmt(s, 3, out);
         out += "    }\n";
@@ -746,24 +733,12 @@ class KernelGen {
   // element names its iteration, and so its thread).
   static bool sameThread(const RowPhase& p, const RowPhase::Access& a, const RowPhase& q, const RowPhase::Access& b) {
     if (p.nest.empty() || p.nest.size() != q.nest.size() || a.index->size() != b.index->size()) return false;
-    std::map<int, int> rename;
+    VarRenaming rename;
     for (size_t n = 0; n < p.nest.size(); ++n) {
       if (p.nest[n]->extent != q.nest[n]->extent) return false;
       rename[p.nest[n]->var] = q.nest[n]->var;
     }
-    for (size_t d = 0; d < a.index->size(); ++d)
-      if (!sameIndexRenamed((*a.index)[d], (*b.index)[d], rename)) return false;
-    return true;
-  }
-  static bool sameIndexRenamed(const IndexExpr& a, const IndexExpr& b, const std::map<int, int>& rename) {
-    if (a.kind != b.kind || a.constant != b.constant || a.ops.size() != b.ops.size()) return false;
-    if (a.kind == IndexExpr::Kind::Var) {
-      auto it = rename.find(a.var);
-      return (it == rename.end() ? a.var : it->second) == b.var;
-    }
-    for (size_t i = 0; i < a.ops.size(); ++i)
-      if (!sameIndexRenamed(a.ops[i], b.ops[i], rename)) return false;
-    return true;
+    return equal(*a.index, *b.index, rename);
   }
 
   static const char* reduceName(ReduceKind r) {
@@ -777,85 +752,40 @@ class KernelGen {
   }
 
   // ---- tiled contraction ---------------------------------------------------------------------------
-  static bool uses(const IndexExpr& ix, int var) {
-    if (ix.kind == IndexExpr::Kind::Var) return ix.var == var;
-    for (const IndexExpr& o : ix.ops)
-      if (uses(o, var)) return true;
-    return false;
-  }
-  static bool loadUses(const Expr& e, int var) {
-    for (const IndexExpr& ix : e.index)
-      if (uses(ix, var)) return true;
-    return false;
-  }
-  // Structural equality, with variable `bVar` of b standing for `aVar` of a (each copy of a
-  // substituted reduction gets its own reduction variable).
-  static bool sameIndex(const IndexExpr& a, const IndexExpr& b, int aVar, int bVar) {
-    int v = b.var == bVar ? aVar : b.var;
-    if (a.kind != b.kind || a.constant != b.constant || a.var != v || a.ops.size() != b.ops.size()) return false;
-    for (size_t i = 0; i < a.ops.size(); ++i)
-      if (!sameIndex(a.ops[i], b.ops[i], aVar, bVar)) return false;
-    return true;
-  }
-  static bool sameExpr(const Expr& a, const Expr& b, int aVar, int bVar) {
-    if (a.kind != b.kind || a.isBool != b.isBool || a.args.size() != b.args.size() || a.index.size() != b.index.size()) return false;
-    switch (a.kind) {
-      case ExprKind::Const:
-        if (!(a.constant == b.constant || (a.constant != a.constant && b.constant != b.constant))) return false;
-        break;
-      case ExprKind::VarValue: if (a.var != (b.var == bVar ? aVar : b.var)) return false; break;
-      case ExprKind::Load: if (a.buffer != b.buffer) return false; break;
-      case ExprKind::AccRead: if (a.acc != b.acc) return false; break;
-      case ExprKind::Unary: if (a.unaryOp != b.unaryOp) return false; break;
-      case ExprKind::Binary: if (a.binaryOp != b.binaryOp) return false; break;
-      case ExprKind::Call: if (a.builtin != b.builtin) return false; break;
-    }
-    for (size_t i = 0; i < a.index.size(); ++i)
-      if (!sameIndex(a.index[i], b.index[i], aVar, bVar)) return false;
-    for (size_t i = 0; i < a.args.size(); ++i)
-      if (!sameExpr(a.args[i], b.args[i], aVar, bVar)) return false;
-    return true;
-  }
-
-  static void collectLoads(const Expr& e, std::vector<const Expr*>& out) {
-    if (e.kind == ExprKind::Load) out.push_back(&e);
-    for (const Expr& a : e.args) collectLoads(a, out);
-  }
-
   // inner = [acc = identity, for k { acc op= term }, store f(acc)] inside at least two left-hand
   // loops i, j, where some loads of the term read (i,k) and others (k,j): a 128x128 (or, for
   // smaller outputs, 64x64) tile of (i, j) per block of 16x16 threads, each thread an 8x8 (4x4)
   // register block, k in steps of 16 with the (i,k) and (k,j) operands staged in shared memory.
-  bool tiledContraction(const std::vector<Stmt>& inner, std::string& out, CudaKernel& info) const {
+  bool tiledContraction(const Block& inner, std::string& out, CudaKernel& info) const {
     constexpr int kT = 16;  // threads per tile side, and the k-step
-    if (lhs_.size() < 2 || inner.size() < 3 || inner.size() % 2 != 1 || inner[0].kind != StmtKind::AccInit ||
-        inner[1].kind != StmtKind::Loop || inner.back().kind != StmtKind::Store)
+    if (lhs_.size() < 2 || inner.size() < 3 || inner.size() % 2 != 1 || !inner[0].is<AccInit>() || !inner[1].is<Loop>() ||
+        !inner.back().is<Store>())
       return false;
-    const Stmt& kLoop = inner[1];
-    if (kLoop.body.size() != 1 || kLoop.body[0].kind != StmtKind::AccUpdate || kLoop.body[0].acc != inner[0].acc) return false;
-    const Stmt& update = kLoop.body[0];
+    const AccInit& first = inner[0].as<AccInit>();
+    const Loop& kLoop = inner[1].as<Loop>();
+    const AccUpdate* update = kLoop.body.size() == 1 ? kLoop.body[0].getIf<AccUpdate>() : nullptr;
+    if (!update || update->acc != first.acc) return false;
     // A fused producer read twice (matmul + bias + GELU reads h twice) lowers to the same
     // reduction twice: compute it once and give every copy's accumulator its value.
     std::vector<int> copies;
     for (size_t p = 2; p + 1 < inner.size(); p += 2) {
-      const Stmt& init = inner[p];
-      const Stmt& loop = inner[p + 1];
-      if (init.kind != StmtKind::AccInit || init.reduce != inner[0].reduce || loop.kind != StmtKind::Loop ||
-          loop.extent != kLoop.extent || loop.body.size() != 1 || loop.body[0].kind != StmtKind::AccUpdate ||
-          loop.body[0].acc != init.acc || !sameExpr(update.value, loop.body[0].value, kLoop.var, loop.var))
-        return false;
-      copies.push_back(init.acc);
+      const AccInit* init = inner[p].getIf<AccInit>();
+      const Loop* loop = inner[p + 1].getIf<Loop>();
+      if (!init || init->reduce != first.reduce || !loop || loop->extent != kLoop.extent || loop->body.size() != 1) return false;
+      const AccUpdate* copy = loop->body[0].getIf<AccUpdate>();
+      // Each copy has its own reduction variable: the copy's reads as kLoop's.
+      if (!copy || copy->acc != init->acc || !equal(copy->value, update->value, VarRenaming{{loop->var, kLoop.var}})) return false;
+      copies.push_back(init->acc);
     }
-    const Stmt& li = *lhs_[lhs_.size() - 2];
-    const Stmt& lj = *lhs_.back();
+    const Loop& li = *lhs_[lhs_.size() - 2];
+    const Loop& lj = *lhs_.back();
     int vi = li.var, vj = lj.var, vk = kLoop.var;
     int64_t I = li.extent, J = lj.extent, K = kLoop.extent;
     if (I < kT || J < kT || K < kT) return false;
-    std::vector<const Expr*> loads;
-    collectLoads(update.value, loads);
+    std::vector<const Expr*> loads = loadsIn(update->value);
     std::vector<const Expr*> aLoads, bLoads;
     for (const Expr* e : loads) {
-      bool ui = loadUses(*e, vi), uj = loadUses(*e, vj), uk = loadUses(*e, vk);
+      bool ui = usesVar(*e, vi), uj = usesVar(*e, vj), uk = usesVar(*e, vk);
       if (uk && ui && !uj) aLoads.push_back(e);
       if (uk && uj && !ui) bLoads.push_back(e);
     }
@@ -879,8 +809,8 @@ class KernelGen {
     const std::string& ni = varNames_[vi];
     const std::string& nj = varNames_[vj];
     const std::string& nk = varNames_[vk];
-    std::string a = fmt::format("acc{}", inner[0].acc);
-    ReduceKind kind = inner[0].reduce;
+    std::string a = fmt::format("acc{}", first.acc);
+    ReduceKind kind = first.reduce;
 
     // Two shared buffers per operand: while the threads compute on one k-step, the next step's
     // operands are loaded into registers and stored into the other buffer, so one barrier per
@@ -919,7 +849,7 @@ class KernelGen {
     out += fmt::format("  for ({} tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n", idx_, tiles);
     out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, kTile);
     out += fmt::format("    const {} row0 = ((tile / {}) % {}) * {};\n", idx_, tilesJ, tilesI, kTile);
-    std::vector<const Stmt*> outer(lhs_.begin(), lhs_.end() - 2);
+    std::vector<const Loop*> outer(lhs_.begin(), lhs_.end() - 2);
     if (!outer.empty()) unflatten(outer, fmt::format("(tile / {})", tilesJ * tilesI), 2, out, nullptr);
     out += fmt::format("    {} regs[{}][{}];\n", t_, kR, kR);
     out += fmt::format("#pragma unroll\n    for (int r = 0; r < {}; ++r)\n#pragma unroll\n      for (int c = 0; c < {}; ++c) regs[r][c] = {};\n", kR, kR,
@@ -942,7 +872,7 @@ class KernelGen {
     out += fmt::format("          const {} {} = row0 + ty + {} * r;\n", idx_, ni, kT);
     out += fmt::format("#pragma unroll\n          for (int c = 0; c < {}; ++c) {{\n", kR);
     out += fmt::format("            const {} {} = col0 + tx + {} * c;\n", idx_, nj, kT);
-    out += fmt::format("            regs[r][c] = {};\n", combine(kind, "regs[r][c]", expr(update.value, staged)));
+    out += fmt::format("            regs[r][c] = {};\n", combine(kind, "regs[r][c]", expr(update->value, staged)));
     out += "          }\n        }\n      }\n";
     out += "      if (more) {  // into the buffer nobody reads during this step\n";
     for (size_t n = 0; n < aLoads.size(); ++n)
@@ -972,7 +902,7 @@ class KernelGen {
     info.mapping.push_back(fmt::format("{} → k0 + kk, k0 in steps of {} staged through shared memory", k_.varNames[vk], kT));
     if (!outer.empty()) {
       std::string names;
-      for (const Stmt* l : outer) names += (names.empty() ? "" : ", ") + k_.varNames[l->var];
+      for (const Loop* l : outer) names += (names.empty() ? "" : ", ") + k_.varNames[l->var];
       info.mapping.push_back(fmt::format("{} → tile / {}, tile = blockIdx.x, grid-stride over {} tiles", names, tilesI * tilesJ, tiles));
     }
     return true;
@@ -984,7 +914,7 @@ class KernelGen {
   std::string idx_;
   std::string t_;
   std::vector<std::string> varNames_;
-  std::vector<const Stmt*> lhs_;
+  std::vector<const Loop*> lhs_;
   int64_t outputs_ = 1;
 };
 
@@ -1013,13 +943,17 @@ CudaModule generateCUDA(const loops::LoopProgram& program, const CudaCodeGenOpti
   // 32-bit indices when every buffer and loop nest fits (faster address arithmetic), else 64-bit.
   bool wide = false;
   for (const loops::Buffer& b : program.buffers) wide = wide || b.numElements() >= (int64_t{1} << 30);
-  std::function<void(const loops::Stmt&, int64_t)> visit = [&](const loops::Stmt& s, int64_t n) {
-    if (s.kind == loops::StmtKind::Loop) n *= s.extent;
-    wide = wide || n >= (int64_t{1} << 30);
-    for (const loops::Stmt& b : s.body) visit(b, n);
-  };
+  // A loop nest's iterations: each loop's extent times those of the loops around it.
   for (const loops::Kernel& k : program.kernels)
-    for (const loops::Stmt& s : k.body) visit(s, 1);
+    loops::walkWithEnclosing(k.body, [&](const loops::Stmt& s, const std::vector<const loops::Stmt*>& enclosing) {
+      if (const auto* loop = s.getIf<loops::Loop>()) {
+        int64_t n = 1;
+        for (const loops::Stmt* e : enclosing)
+          if (const auto* outer = e->getIf<loops::Loop>()) n *= outer->extent;
+        wide = wide || n * loop->extent >= (int64_t{1} << 30);
+      }
+      return loops::WalkAction::Advance;
+    });
 
   CudaModule m;
   m.source = "// CUDA C generated by texc from the loop IR (docs/cuda.md).\n";

@@ -117,20 +117,20 @@ TEST_CASE("codegen-cuda: row-block can be switched off, and leaves row bodies it
   CHECK(generateCUDA(*c->state.loops, o).kernels[0].strategy == CudaStrategy::GridStride);
   // A loop that reads the accumulator it reduces (a running value) keeps its serial semantics.
   loops::LoopProgram changed = *c->state.loops;
-  loops::Stmt& body = changed.kernels[0].body[0];
+  loops::Loop& body = changed.kernels[0].body[0].as<loops::Loop>();
   REQUIRE(body.body.size() == 5);
-  loops::Stmt& expSum = body.body[3];
+  loops::Loop& expSum = body.body[3].as<loops::Loop>();
   REQUIRE(expSum.body.size() == 2);
   loops::Expr running;
   running.kind = loops::ExprKind::AccRead;
-  running.acc = expSum.body[1].acc;
-  expSum.body[0].value = running;
+  running.acc = expSum.body[1].as<loops::AccUpdate>().acc;
+  expSum.body[0].as<loops::Store>().value = running;
   CHECK(generateCUDA(changed, {}).kernels[0].strategy == CudaStrategy::GridStride);
   // A store every thread would make (y[i, 0] in a loop over j) keeps its serial semantics too.
   changed = *c->state.loops;
-  loops::Stmt& normalise = changed.kernels[0].body[0].body[4];
-  REQUIRE(normalise.body[0].kind == loops::StmtKind::Store);
-  normalise.body[0].index[1] = IndexExpr::makeConst(0);
+  loops::Loop& normalise = changed.kernels[0].body[0].as<loops::Loop>().body[4].as<loops::Loop>();
+  REQUIRE(normalise.body[0].is<loops::Store>());
+  normalise.body[0].as<loops::Store>().index[1] = IndexExpr::makeConst(0);
   CHECK(generateCUDA(changed, {}).kernels[0].strategy == CudaStrategy::GridStride);
 }
 
@@ -142,28 +142,27 @@ TEST_CASE("codegen-cuda: a row-block phase that reads what other threads stored 
   // was stored by another thread in the phase before, which has no reduction (no barrier).
   loops::LoopProgram changed = *c->state.loops;
   loops::Kernel& k = changed.kernels[0];
-  std::vector<loops::Stmt>& row = k.body[0].body;
+  loops::Block& row = k.body[0].as<loops::Loop>().body;
   REQUIRE(row.size() == 5);
-  const loops::Stmt& normalise = row[4];
-  REQUIRE(normalise.body[0].kind == loops::StmtKind::Store);
-  loops::Stmt init;
-  init.kind = loops::StmtKind::AccInit;
+  const loops::Loop& normalise = row[4].as<loops::Loop>();
+  REQUIRE(normalise.body[0].is<loops::Store>());
+  const loops::Store& normaliseStore = normalise.body[0].as<loops::Store>();
+  loops::AccInit init;
   init.acc = k.numAccs++;
   init.reduce = ReduceKind::Max;
   loops::Expr mirrored;
   mirrored.kind = loops::ExprKind::Load;
-  mirrored.buffer = normalise.body[0].buffer;
-  mirrored.index = normalise.body[0].index;
+  mirrored.buffer = normaliseStore.buffer;
+  mirrored.index = normaliseStore.index;
   IndexExpr j = mirrored.index[1];
   mirrored.index[1] = IndexExpr{};
   mirrored.index[1].kind = IndexExpr::Kind::Sub;
   mirrored.index[1].ops = {IndexExpr::makeConst(299), j};
-  loops::Stmt update;
-  update.kind = loops::StmtKind::AccUpdate;
+  loops::AccUpdate update;
   update.acc = init.acc;
   update.reduce = ReduceKind::Max;
   update.value = mirrored;
-  loops::Stmt loop = normalise;
+  loops::Loop loop = normalise;
   loop.body = {update};
   row.push_back(init);
   row.push_back(loop);
