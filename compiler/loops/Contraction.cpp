@@ -1,5 +1,9 @@
 #include "compiler/loops/Contraction.h"
 
+#include "compiler/loops/Equal.h"
+#include "compiler/loops/PerfectNest.h"
+#include "compiler/loops/Substitute.h"
+
 namespace texc::loops {
 
 bool loadUses(const Expr& load, int var) {
@@ -14,44 +18,16 @@ bool isF32Load(const LoopProgram& p, const Expr& e) {
 
 namespace {
 
-bool sameExpr(const Expr& a, const Expr& b) {
-  if (a.kind != b.kind || a.isBool != b.isBool || a.constant != b.constant || a.var != b.var || a.buffer != b.buffer ||
-      a.acc != b.acc || a.unaryOp != b.unaryOp || a.binaryOp != b.binaryOp || a.builtin != b.builtin ||
-      a.index.size() != b.index.size() || a.args.size() != b.args.size())
-    return false;
-  for (size_t i = 0; i < a.index.size(); ++i)
-    if (!sameIndex(a.index[i], b.index[i])) return false;
-  for (size_t i = 0; i < a.args.size(); ++i)
-    if (!sameExpr(a.args[i], b.args[i])) return false;
-  return true;
-}
-
-void renameVar(IndexExpr& ix, int from, int to) {
-  if (ix.kind == IndexExpr::Kind::Var && ix.var == from) ix.var = to;
-  for (IndexExpr& o : ix.ops) renameVar(o, from, to);
-}
-
-void renameVar(Expr& e, int from, int to) {
-  if (e.kind == ExprKind::VarValue && e.var == from) e.var = to;
-  for (IndexExpr& ix : e.index) renameVar(ix, from, to);
-  for (Expr& a : e.args) renameVar(a, from, to);
-}
-
-void renameAcc(Expr& e, int from, int to) {
-  if (e.kind == ExprKind::AccRead && e.acc == from) e.acc = to;
-  for (Expr& a : e.args) renameAcc(a, from, to);
-}
-
-// One `acc = 0; for k { acc += X * Y }` pair of a j loop's body, starting at body[at].
-const Stmt* sumOfProducts(const std::vector<Stmt>& body, size_t at) {
+// One `acc = 0; for k { acc += X * Y }` pair of a j loop's body, starting at body[at]: its k loop.
+const Loop* sumOfProducts(const Block& body, size_t at) {
   if (at + 1 >= body.size()) return nullptr;
-  const Stmt& init = body[at];
-  const Stmt& kLoop = body[at + 1];
-  if (init.kind != StmtKind::AccInit || init.reduce != ReduceKind::Sum) return nullptr;
-  if (kLoop.kind != StmtKind::Loop || kLoop.body.size() != 1) return nullptr;
-  const Stmt& update = kLoop.body[0];
-  if (update.kind != StmtKind::AccUpdate || update.acc != init.acc || update.reduce != ReduceKind::Sum) return nullptr;
-  return &kLoop;
+  const auto* init = body[at].getIf<AccInit>();
+  const auto* kLoop = body[at + 1].getIf<Loop>();
+  if (!init || init->reduce != ReduceKind::Sum) return nullptr;
+  if (!kLoop || kLoop->body.size() != 1) return nullptr;
+  const auto* update = kLoop->body[0].getIf<AccUpdate>();
+  if (!update || update->acc != init->acc || update->reduce != ReduceKind::Sum) return nullptr;
+  return kLoop;
 }
 
 }  // namespace
@@ -60,27 +36,28 @@ const Stmt* sumOfProducts(const std::vector<Stmt>& body, size_t at) {
 // repeat the same reduction for several uses (matmul + bias + gelu reads it twice): repeats of
 // the first pair, over the same k and the same product, are read as the first accumulator.
 bool matchContraction(const LoopProgram& p, Stmt& iLoop, Contraction& c) {
-  if (iLoop.kind != StmtKind::Loop || iLoop.body.size() != 1 || iLoop.body[0].kind != StmtKind::Loop) return false;
-  Stmt& jLoop = iLoop.body[0];
+  std::vector<Loop*> nest = perfectNest(iLoop, 2);
+  if (nest.size() != 2) return false;
+  const Loop& jLoop = *nest[1];
   if (jLoop.body.size() < 3 || jLoop.body.size() % 2 != 1) return false;
-  const Stmt* first = sumOfProducts(jLoop.body, 0);
-  const Stmt& store = jLoop.body.back();
-  if (!first || store.kind != StmtKind::Store) return false;
-  const Stmt& kLoop = *first;
-  const Stmt& update = kLoop.body[0];
-  Stmt epilogue = store;
+  const Loop* first = sumOfProducts(jLoop.body, 0);
+  const auto* store = jLoop.body.back().getIf<Store>();
+  if (!first || !store) return false;
+  const Loop& kLoop = *first;
+  const AccUpdate& update = kLoop.body[0].as<AccUpdate>();
+  Store epilogue = *store;
   for (size_t at = 2; at + 1 < jLoop.body.size(); at += 2) {
-    const Stmt* again = sumOfProducts(jLoop.body, at);
+    const Loop* again = sumOfProducts(jLoop.body, at);
     if (!again || again->extent != kLoop.extent) return false;
-    Expr term = again->body[0].value;
-    renameVar(term, again->var, kLoop.var);  // the same reduction over its own variable
-    if (!sameExpr(term, update.value)) return false;
-    renameAcc(epilogue.value, again->body[0].acc, update.acc);
+    const AccUpdate& repeat = again->body[0].as<AccUpdate>();
+    // The same reduction over its own variable.
+    if (!equal(repeat.value, update.value, {{again->var, kLoop.var}})) return false;
+    renameAcc(epilogue.value, repeat.acc, update.acc);
   }
   const Expr& v = update.value;
   if (v.kind != ExprKind::Binary || v.binaryOp != BinaryOp::Mul) return false;
   if (!isF32Load(p, v.args[0]) || !isF32Load(p, v.args[1])) return false;
-  int i = iLoop.var, j = jLoop.var, k = kLoop.var;
+  int i = nest[0]->var, j = jLoop.var, k = kLoop.var;
   // The column operand reads j and not i; it is contiguous in j when j is exactly its last index
   // and appears nowhere else (B[k, j]). Any other use of j (B^T: K[j, d]) is read through the
   // pack, which gathers it into contiguous panels.
@@ -107,7 +84,7 @@ bool matchContraction(const LoopProgram& p, Stmt& iLoop, Contraction& c) {
   c.i = i;
   c.j = j;
   c.k = k;
-  c.M = iLoop.extent;
+  c.M = nest[0]->extent;
   c.N = jLoop.extent;
   c.K = kLoop.extent;
   c.acc = update.acc;

@@ -32,8 +32,7 @@ class Lowering {
     for (int v = 0; v < c_.numLhsVars; ++v) scopes_.push_back(Scope{{v}, {}, {}});
 
     // The store at the innermost point of the left-hand nest.
-    Stmt store;
-    store.kind = StmtKind::Store;
+    Store store;
     store.buffer = c_.tensor;
     for (int v = 0; v < c_.numLhsVars; ++v) store.index.push_back(IndexExpr::makeVar(v));
     store.value = lower(c_.body);
@@ -43,8 +42,7 @@ class Lowering {
     // parent. Extents of 1 still get a loop: trip counts are known constants, so LLVM folds
     // them away.
     for (int v = c_.numLhsVars - 1; v >= 0; --v) {
-      Stmt loop;
-      loop.kind = StmtKind::Loop;
+      Loop loop;
       loop.var = v;
       loop.extent = c_.vars[v].extent;
       loop.vectorize = v == c_.numLhsVars - 1;
@@ -60,7 +58,7 @@ class Lowering {
  private:
   struct Scope {
     std::vector<int> vars;                 // the variables it binds
-    std::vector<Stmt> body;                // its statements so far
+    Block body;                            // its statements so far
     std::map<std::string, int> reductions;  // reductions placed here: key -> accumulator
   };
 
@@ -124,39 +122,35 @@ class Lowering {
     // variables are placed further out).
     scopes_.push_back(Scope{v.reduceVars, {}, {}});
     std::sort(scopes_.back().vars.begin(), scopes_.back().vars.end());
-    Stmt update;
-    update.kind = StmtKind::AccUpdate;
+    AccUpdate update;
     update.acc = acc;
     update.reduce = v.reduceKind;
     update.value = lower(v.args[0]);
-    std::vector<Stmt> term = std::move(scopes_.back().body);
+    Block term = std::move(scopes_.back().body);
     scopes_.pop_back();
     term.push_back(std::move(update));
 
     std::vector<GuardCond> conds;
     collectGuards(v.args[0], v.reduceId, conds);
     if (!conds.empty()) {
-      Stmt guard;
-      guard.kind = StmtKind::Guard;
+      Guard guard;
       guard.conds = std::move(conds);
       guard.body = std::move(term);
       term.clear();
       term.push_back(std::move(guard));
     }
     for (size_t i = v.reduceVars.size(); i-- > 0;) {
-      Stmt loop;
-      loop.kind = StmtKind::Loop;
+      Loop loop;
       loop.var = v.reduceVars[i];
       loop.extent = c_.vars[loop.var].extent;
       loop.body = std::move(term);
       term.clear();
       term.push_back(std::move(loop));
     }
-    Stmt init;
-    init.kind = StmtKind::AccInit;
+    AccInit init;
     init.acc = acc;
     init.reduce = v.reduceKind;
-    std::vector<Stmt>& dest = scopes_[home].body;
+    Block& dest = scopes_[home].body;
     dest.push_back(std::move(init));
     for (Stmt& s : term) dest.push_back(std::move(s));
     scopes_[home].reductions.emplace(std::move(key), acc);

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <functional>
 
+#include "compiler/loops/Equal.h"
+#include "compiler/loops/Walk.h"
+
 namespace texc::loops {
 
 namespace {
@@ -15,13 +18,6 @@ int64_t roundUp(int64_t bytes) {
 }
 
 int64_t bufferBytes(const Buffer& b) { return b.numElements() * static_cast<int64_t>(dtypeBytes(b.dtype)); }
-
-bool sameIndex(const std::vector<IndexExpr>& a, const std::vector<IndexExpr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!loops::sameIndex(a[i], b[i])) return false;
-  return true;
-}
 
 // Live intervals by buffer: the first kernel that writes it and the last kernel that reads it
 // (-1 when none does).
@@ -35,7 +31,7 @@ Liveness computeLiveness(const LoopProgram& p) {
     int ki = static_cast<int>(k);
     forEachAccess(
         p.kernels[k].body, [&](const Expr& e) { l.last[e.buffer] = std::max(l.last[e.buffer], ki); },
-        [&](const Stmt& s) {
+        [&](const Store& s) {
           if (l.def[s.buffer] < 0) l.def[s.buffer] = ki;
         });
   }
@@ -62,19 +58,19 @@ bool mayWriteInPlace(const LoopProgram& p, int kernel, int input) {
   const Buffer& out = p.buffers[k.outputBuffer];
   const Buffer& in = p.buffers[input];
   if (in.shape != out.shape || in.dtype != out.dtype) return false;
-  const Stmt* store = nullptr;
+  const Store* store = nullptr;
   int stores = 0;
   std::vector<const Expr*> loads;
   forEachAccess(
       k.body, [&](const Expr& e) { if (e.buffer == input) loads.push_back(&e); },
-      [&](const Stmt& s) {
+      [&](const Store& s) {
         ++stores;
         store = &s;
       });
   if (stores != 1 || store->buffer != k.outputBuffer || loads.empty()) return false;
   // Each element of the input is read only by the iteration that overwrites it.
   for (const Expr* e : loads)
-    if (!sameIndex(e->index, store->index)) return false;
+    if (!equal(e->index, store->index)) return false;
   return true;
 }
 

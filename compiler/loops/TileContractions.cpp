@@ -5,6 +5,10 @@
 #include <algorithm>
 
 #include "compiler/loops/Contraction.h"
+#include "compiler/loops/Equal.h"
+#include "compiler/loops/PerfectNest.h"
+#include "compiler/loops/Substitute.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
@@ -19,23 +23,22 @@ IndexExpr sum(IndexExpr a, IndexExpr b) {
   return s;
 }
 
-Stmt makeLoop(int var, int64_t extent) {
-  Stmt l;
-  l.kind = StmtKind::Loop;
+Loop makeLoop(int var, int64_t extent) {
+  Loop l;
   l.var = var;
   l.extent = extent;
   return l;
 }
 
 // Finds the contraction in the chain of single-statement loops that starts at `body`.
-Stmt* findContraction(const LoopProgram& p, std::vector<Stmt>& body, Contraction& c, bool& outermost) {
-  outermost = true;
-  std::vector<Stmt>* level = &body;
-  while (level->size() == 1 && (*level)[0].kind == StmtKind::Loop) {
-    Stmt& l = (*level)[0];
+Stmt* findContraction(const LoopProgram& p, Block& body, Contraction& c, bool& outermost) {
+  if (body.size() != 1) return nullptr;
+  std::vector<Loop*> chain = perfectNest(body[0]);
+  for (size_t d = 0; d < chain.size(); ++d) {
+    // The statement holding loop d: the only one of the body around it.
+    Stmt& l = d == 0 ? body[0] : chain[d - 1]->body[0];
+    outermost = d == 0;
     if (matchContraction(p, l, c)) return &l;
-    level = &l.body;
-    outermost = false;
   }
   return nullptr;
 }
@@ -45,11 +48,12 @@ Stmt* findContraction(const LoopProgram& p, std::vector<Stmt>& body, Contraction
 // column bases, the blocks it reads).
 Stmt tileOf(const Contraction& c, const TileSchedule& s, int rowScratch, int colScratch, int kb) {
   Stmt tile = registerTile(c, s.mr, s.nr);
-  tile.scratch = colScratch;
-  tile.rowScratch = rowScratch;
+  Tile& t = tile.as<Tile>();
+  t.colScratch = colScratch;
+  t.rowScratch = rowScratch;
   if (kb >= 0) {
-    tile.kBlock = s.kc;
-    tile.kBase = nest::affine(s.kc, kb, 0);
+    t.k.block = s.kc;
+    t.k.base = affineIndex(s.kc, kb, 0);
   }
   return tile;
 }
@@ -75,34 +79,35 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
   int colScratch = s.pack ? newScratch(window * packCols) : -1;
 
   Stmt tile = tileOf(c, s, rowScratch, colScratch, kb);
-  tile.rowBase = sum(nest::affine(s.mc, ic, 0), nest::affine(s.mr, it, 0));
-  tile.colBase = jc >= 0 ? sum(nest::affine(s.nc, jc, 0), nest::affine(s.nr, jt, 0)) : nest::affine(s.nr, jt, 0);
-  if (jc >= 0) tile.blockCol = nest::affine(s.nr, jt, 0);
-  tile.blockRow = nest::affine(s.mr, it, 0);
+  Tile& t = tile.as<Tile>();
+  t.rowBase = sum(affineIndex(s.mc, ic, 0), affineIndex(s.mr, it, 0));
+  t.colBase = jc >= 0 ? sum(affineIndex(s.nc, jc, 0), affineIndex(s.nr, jt, 0)) : affineIndex(s.nr, jt, 0);
+  if (jc >= 0) t.blockCol = affineIndex(s.nr, jt, 0);
+  t.blockRow = affineIndex(s.mr, it, 0);
   // With column blocks, B is packed in micro-panels of nr columns; without, one panel at a time.
-  Stmt colPackStmt = s.pack ? columnPack(tile, colScratch, jc >= 0 ? nest::affine(s.nc, jc, 0) : nest::affine(s.nr, jt, 0), packCols,
+  Stmt colPackStmt = s.pack ? columnPack(tile, colScratch, jc >= 0 ? affineIndex(s.nc, jc, 0) : affineIndex(s.nr, jt, 0), packCols,
                                           jc >= 0 ? s.nr : 0)
                             : Stmt{};
   // The A block: packed once per row block (and k block), reused by every column panel.
-  Stmt rowPackStmt = s.packA ? rowPack(tile, rowScratch, nest::affine(s.mc, ic, 0), s.mc, /*allOfK=*/false) : Stmt{};
+  Stmt rowPackStmt = s.packA ? rowPack(tile, rowScratch, affineIndex(s.mc, ic, 0), s.mc, /*allOfK=*/false) : Stmt{};
 
-  Stmt rowTiles = makeLoop(it, s.mc / s.mr);
+  Loop rowTiles = makeLoop(it, s.mc / s.mr);
   rowTiles.body.push_back(std::move(tile));
-  Stmt panels = makeLoop(jt, jc >= 0 ? s.nc / s.nr : (c.N + s.nr - 1) / s.nr);
+  Loop panels = makeLoop(jt, jc >= 0 ? s.nc / s.nr : (c.N + s.nr - 1) / s.nr);
   if (s.pack && jc < 0) panels.body.push_back(std::move(colPackStmt));
   panels.body.push_back(std::move(rowTiles));
 
   if (s.columnsOuter && jc >= 0 && kb >= 0 && s.pack && s.packA) {
     // Column blocks outermost (BLIS's order): each B block is packed once, and the A blocks are
     // packed again for every column block instead.
-    Stmt rowBlocks = makeLoop(ic, (c.M + s.mc - 1) / s.mc);
+    Loop rowBlocks = makeLoop(ic, (c.M + s.mc - 1) / s.mc);
     rowBlocks.body.push_back(std::move(rowPackStmt));
     rowBlocks.body.push_back(std::move(panels));
-    Stmt kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
+    Loop kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
     kBlocks.body.push_back(std::move(colPackStmt));
     kBlocks.body.push_back(std::move(rowBlocks));
-    Stmt colBlocks = makeLoop(jc, (c.N + s.nc - 1) / s.nc);
-    colBlocks.parallel = c.iLoop->parallel;
+    Loop colBlocks = makeLoop(jc, (c.N + s.nc - 1) / s.nc);
+    colBlocks.parallel = c.iLoop->as<Loop>().parallel;
     colBlocks.body.push_back(std::move(kBlocks));
     if (outermost && colBlocks.parallel) k.parallelExtent = colBlocks.extent;
     *c.iLoop = std::move(colBlocks);
@@ -110,18 +115,18 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
   }
 
   if (jc >= 0) {
-    Stmt colBlocks = makeLoop(jc, (c.N + s.nc - 1) / s.nc);
+    Loop colBlocks = makeLoop(jc, (c.N + s.nc - 1) / s.nc);
     if (s.pack) colBlocks.body.push_back(std::move(colPackStmt));
     colBlocks.body.push_back(std::move(panels));
     panels = std::move(colBlocks);
   }
-  std::vector<Stmt> perBlock;
+  Block perBlock;
   if (s.packA) perBlock.push_back(std::move(rowPackStmt));
   perBlock.push_back(std::move(panels));
-  Stmt blocks = makeLoop(ic, (c.M + s.mc - 1) / s.mc);
-  blocks.parallel = c.iLoop->parallel;
+  Loop blocks = makeLoop(ic, (c.M + s.mc - 1) / s.mc);
+  blocks.parallel = c.iLoop->as<Loop>().parallel;
   if (kb >= 0) {
-    Stmt kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
+    Loop kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
     kBlocks.body = std::move(perBlock);
     blocks.body.push_back(std::move(kBlocks));
   } else {
@@ -131,18 +136,11 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
   *c.iLoop = std::move(blocks);
 }
 
-bool loadsBuffer(const Expr& e, int buffer) {
-  if (e.kind == ExprKind::Load && e.buffer == buffer) return true;
-  for (const Expr& a : e.args)
-    if (loadsBuffer(a, buffer)) return true;
-  return false;
-}
-
 // k blocks keep partial sums in the output element itself: it must hold f32 exactly, be
 // contiguous in j, and not be read by the epilogue.
 bool canBlockK(const LoopProgram& p, const Contraction& c) {
-  const Stmt& st = c.store;
-  if (p.buffers[st.buffer].dtype != DType::F32 || st.index.empty() || loadsBuffer(st.value, st.buffer)) return false;
+  const Store& st = c.store.as<Store>();
+  if (p.buffers[st.buffer].dtype != DType::F32 || st.index.empty() || loadsFrom(st.value, st.buffer)) return false;
   const IndexExpr& last = st.index.back();
   if (last.kind != IndexExpr::Kind::Var || last.var != c.j) return false;
   bool rowSeen = false;
@@ -155,40 +153,10 @@ bool canBlockK(const LoopProgram& p, const Contraction& c) {
 
 // ---- implicit GEMM: reductions over several variables, with padding guards (convolution) ----
 
-// The coefficient of `var` in `ix` when `ix` is affine in it (Add, Sub, Mul by a constant);
-// false when `var` sits under a floor division or modulo.
-bool coefficientOf(const IndexExpr& ix, int var, int64_t& coeff) {
-  switch (ix.kind) {
-    case IndexExpr::Kind::Const: coeff = 0; return true;
-    case IndexExpr::Kind::Var: coeff = ix.var == var ? 1 : 0; return true;
-    case IndexExpr::Kind::Add:
-    case IndexExpr::Kind::Sub: {
-      int64_t a = 0, b = 0;
-      if (!coefficientOf(ix.ops[0], var, a) || !coefficientOf(ix.ops[1], var, b)) return false;
-      coeff = ix.kind == IndexExpr::Kind::Add ? a + b : a - b;
-      return true;
-    }
-    case IndexExpr::Kind::Mul:
-      if (!coefficientOf(ix.ops[0], var, coeff)) return false;
-      coeff *= ix.constant;
-      return true;
-    case IndexExpr::Kind::FloorDiv:
-    case IndexExpr::Kind::Mod: coeff = 0; return !usesVar(ix, var);
-  }
-  return false;
-}
-
+// Whether `ix` reads `var` with coefficient 1, outside any floor division or modulo.
 bool unitIn(const IndexExpr& ix, int var) {
-  int64_t coeff = 0;
-  return coefficientOf(ix, var, coeff) && coeff == 1;
-}
-
-void substitute(IndexExpr& ix, int var, const IndexExpr& by) {
-  if (ix.kind == IndexExpr::Kind::Var && ix.var == var) {
-    ix = by;
-    return;
-  }
-  for (IndexExpr& o : ix.ops) substitute(o, var, by);
+  AffineForm f = affineForm(ix);
+  return !f.overflow && !f.varInAtom(var) && f.coeffOf(var) == 1;
 }
 
 IndexExpr divMod(IndexExpr x, IndexExpr::Kind kind, int64_t by) {
@@ -205,20 +173,10 @@ IndexExpr divMod(IndexExpr x, IndexExpr::Kind kind, int64_t by) {
 // become zeros of the packed column operand.
 struct ImplicitGemm {
   Contraction c;
-  std::vector<Stmt*> chain;          // the perfectly nested output loops, outermost first
+  std::vector<Loop*> chain;          // the perfectly nested output loops, outermost first
   std::vector<GuardCond> padding;    // over the flattened variable
   bool canBlockK = false;            // the output can hold partial sums
 };
-
-void substitute(Expr& e, int var, const IndexExpr& by) {
-  if (e.kind == ExprKind::VarValue) {
-    if (e.index.empty() && e.var == var) e.index.push_back(by);
-    else if (!e.index.empty()) substitute(e.index[0], var, by);
-  }
-  if (e.kind == ExprKind::Load)
-    for (IndexExpr& ix : e.index) substitute(ix, var, by);
-  for (Expr& a : e.args) substitute(a, var, by);
-}
 
 // Whether `index` (of a buffer whose last dimension is `width`) ends in (.., y + a, x + b), with
 // y and x nowhere else: then its address is linear in y * width + x, and the loops y and x can
@@ -238,11 +196,12 @@ bool endsInRowAndColumn(const std::vector<IndexExpr>& index, const std::vector<i
 void mergeRowIntoColumns(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
   Contraction& c = g.c;
   if (g.chain.size() < 3) return;
-  const Stmt* yLoop = g.chain[g.chain.size() - 2];
+  const Loop* yLoop = g.chain[g.chain.size() - 2];
   const int y = yLoop->var;
   if (y == c.i) return;
   const Buffer& in = p.buffers[c.colOperand.buffer];
-  const Buffer& out = p.buffers[c.store.buffer];
+  Store& store = c.store.as<Store>();
+  const Buffer& out = p.buffers[store.buffer];
   // The input stays linear in the pixel when it ends in (y + a, x + b) over the output's width.
   // An input read at a stride (2 * x + s - 1) is gathered by its pack with or without the
   // merge, so only the store decides; an input contiguous in x but wider than the output (a
@@ -251,21 +210,17 @@ void mergeRowIntoColumns(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
   bool contiguousInX = unitIn(ix.back(), c.j);
   for (size_t d = 0; d + 1 < ix.size(); ++d) contiguousInX = contiguousInX && !usesVar(ix[d], c.j);
   if (contiguousInX && !endsInRowAndColumn(ix, in.shape, y, c.j, c.N)) return;
-  if (!endsInRowAndColumn(c.store.index, out.shape, y, c.j, c.N)) return;
-  const std::vector<IndexExpr>& st = c.store.index;
+  if (!endsInRowAndColumn(store.index, out.shape, y, c.j, c.N)) return;
+  const std::vector<IndexExpr>& st = store.index;
   if (st.back().kind != IndexExpr::Kind::Var || st[st.size() - 2].kind != IndexExpr::Kind::Var) return;
   k.varNames.push_back(k.varNames[y] + k.varNames[c.j]);
   const int pixel = static_cast<int>(k.varNames.size()) - 1;
   const IndexExpr row = divMod(IndexExpr::makeVar(pixel), IndexExpr::Kind::FloorDiv, c.N);
   const IndexExpr column = divMod(IndexExpr::makeVar(pixel), IndexExpr::Kind::Mod, c.N);
-  for (Expr* e : {&c.colOperand, &c.store.value}) {
-    substitute(*e, y, row);
-    substitute(*e, c.j, column);
-  }
-  for (IndexExpr& ix : c.store.index) {
-    substitute(ix, y, row);
-    substitute(ix, c.j, column);
-  }
+  substitute(c.colOperand, y, row);
+  substitute(c.colOperand, c.j, column);
+  substitute(c.store, y, row);
+  substitute(c.store, c.j, column);
   for (GuardCond& cond : g.padding) {
     substitute(cond.index, y, row);
     substitute(cond.index, c.j, column);
@@ -276,36 +231,31 @@ void mergeRowIntoColumns(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
 }
 
 bool matchImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
-  std::vector<Stmt>* level = &k.body;
-  while (level->size() == 1 && (*level)[0].kind == StmtKind::Loop) {
-    g.chain.push_back(&(*level)[0]);
-    level = &(*level)[0].body;
-  }
-  if (g.chain.size() < 2 || level->size() != 3) return false;
-  const Stmt& init = (*level)[0];
-  const Stmt* inner = &(*level)[1];
-  const Stmt& store = (*level)[2];
-  if (init.kind != StmtKind::AccInit || init.reduce != ReduceKind::Sum || store.kind != StmtKind::Store) return false;
-  std::vector<const Stmt*> loops;
-  while (inner->kind == StmtKind::Loop && inner->body.size() == 1) {
-    loops.push_back(inner);
-    inner = &inner->body[0];
-  }
-  const Stmt* guard = nullptr;
-  if (inner->kind == StmtKind::Guard && inner->body.size() == 1) {
-    guard = inner;
-    inner = &inner->body[0];
-  }
+  if (k.body.size() == 1) g.chain = perfectNest(k.body[0]);
+  const Block& level = g.chain.empty() ? k.body : g.chain.back()->body;
+  if (g.chain.size() < 2 || level.size() != 3) return false;
+  const auto* init = level[0].getIf<AccInit>();
+  const auto* store = level[2].getIf<Store>();
+  if (!init || init->reduce != ReduceKind::Sum || !store) return false;
+  // The reduction loops: the perfect nest at level[1], down to the last loop whose body is one
+  // statement (the update, or the guard around it).
+  std::vector<const Loop*> loops = perfectNest(level[1]);
+  if (!loops.empty() && loops.back()->body.size() != 1) loops.pop_back();
+  const Stmt* inner = loops.empty() ? &level[1] : &loops.back()->body[0];
+  const Guard* guard = inner->getIf<Guard>();
+  if (guard && guard->body.size() != 1) guard = nullptr;
+  if (guard) inner = &guard->body[0];
   if (loops.empty()) return false;
-  if (inner->kind != StmtKind::AccUpdate || inner->acc != init.acc || inner->reduce != ReduceKind::Sum) return false;
-  const Expr& v = inner->value;
+  const auto* update = inner->getIf<AccUpdate>();
+  if (!update || update->acc != init->acc || update->reduce != ReduceKind::Sum) return false;
+  const Expr& v = update->value;
   if (v.kind != ExprKind::Binary || v.binaryOp != BinaryOp::Mul || !isF32Load(p, v.args[0]) || !isF32Load(p, v.args[1]))
     return false;
 
   // The flattened reduction variable, named after the loops it replaces.
   std::string name;
   int64_t K = 1;
-  for (const Stmt* l : loops) {
+  for (const Loop* l : loops) {
     name += k.varNames[l->var];
     K *= l->extent;
   }
@@ -319,8 +269,7 @@ bool matchImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
     IndexExpr at = IndexExpr::makeVar(flat);
     if (stride > 1) at = divMod(std::move(at), IndexExpr::Kind::FloorDiv, stride);
     if (d > 0) at = divMod(std::move(at), IndexExpr::Kind::Mod, loops[d]->extent);
-    for (Expr& op : ops)
-      for (IndexExpr& ix : op.index) substitute(ix, loops[d]->var, at);
+    for (Expr& op : ops) substitute(op, loops[d]->var, at);
     for (GuardCond& cond : g.padding) substitute(cond.index, loops[d]->var, at);
   }
 
@@ -329,7 +278,7 @@ bool matchImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
   const int j = g.chain.back()->var;
   auto rowVarOf = [&](const Expr& e) {
     int found = -1;
-    for (const Stmt* l : g.chain)
+    for (const Loop* l : g.chain)
       if (loadUses(e, l->var)) found = found < 0 ? l->var : -2;
     return found;
   };
@@ -349,28 +298,28 @@ bool matchImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
   for (const GuardCond& cond : g.padding) {
     if (usesVar(cond.index, i)) return false;
     for (const IndexExpr& ix : ops[rowOp].index)
-      if (sameIndex(ix, cond.index)) return false;
+      if (equal(ix, cond.index)) return false;
   }
   // Every output loop indexes the store directly: its iterations are independent, so the batch
   // loops may move.
-  for (const Stmt* l : g.chain) {
+  for (const Loop* l : g.chain) {
     bool direct = false;
-    for (const IndexExpr& ix : store.index) direct = direct || (ix.kind == IndexExpr::Kind::Var && ix.var == l->var);
-    if (!direct || loadsBuffer(store.value, store.buffer)) return false;
+    for (const IndexExpr& ix : store->index) direct = direct || (ix.kind == IndexExpr::Kind::Var && ix.var == l->var);
+    if (!direct || loadsFrom(store->value, store->buffer)) return false;
   }
   // Padding is evaluated in 32-bit lanes.
   if (p.buffers[ops[1 - rowOp].buffer].numElements() >= (int64_t{1} << 31)) return false;
-  for (const Stmt* l : g.chain)
+  for (const Loop* l : g.chain)
     if (l->var == i) g.c.M = l->extent;
   g.c.i = i;
   g.c.j = j;
   g.c.k = flat;
   g.c.N = g.chain.back()->extent;
   g.c.K = K;
-  g.c.acc = init.acc;
+  g.c.acc = init->acc;
   g.c.rowOperand = ops[rowOp];
   g.c.colOperand = ops[1 - rowOp];
-  g.c.store = store;
+  g.c.store = *store;
   g.canBlockK = canBlockK(p, g.c);
   mergeRowIntoColumns(p, k, g);
   return true;
@@ -410,23 +359,24 @@ void tileImplicitGemm(Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
   const int colScratch = newScratch(window * s.nc);
 
   Stmt tile = tileOf(c, s, rowScratch, colScratch, kb);
-  tile.rowBase = nest::affine(s.mr, it, 0);
-  tile.colBase = sum(nest::affine(s.nc, jc, 0), nest::affine(s.nr, jt, 0));
-  tile.blockCol = nest::affine(s.nr, jt, 0);
-  tile.blockRow = nest::affine(s.mr, it, 0);
-  tile.rowPackWhole = true;
-  Stmt colPackStmt = columnPack(tile, colScratch, nest::affine(s.nc, jc, 0), s.nc, s.nr);
-  colPackStmt.conds = g.padding;
+  Tile& t = tile.as<Tile>();
+  t.rowBase = affineIndex(s.mr, it, 0);
+  t.colBase = sum(affineIndex(s.nc, jc, 0), affineIndex(s.nr, jt, 0));
+  t.blockCol = affineIndex(s.nr, jt, 0);
+  t.blockRow = affineIndex(s.mr, it, 0);
+  t.rowPackWhole = true;
+  Stmt colPackStmt = columnPack(tile, colScratch, affineIndex(s.nc, jc, 0), s.nc, s.nr);
+  colPackStmt.as<Pack>().padding = g.padding;
   Stmt rowPackStmt = rowPack(tile, rowScratch, IndexExpr::makeConst(0), rowsPacked, /*allOfK=*/true);
-  Stmt rowTiles = makeLoop(it, rowsPacked / s.mr);
+  Loop rowTiles = makeLoop(it, rowsPacked / s.mr);
   rowTiles.body.push_back(std::move(tile));
-  Stmt panels = makeLoop(jt, s.nc / s.nr);
+  Loop panels = makeLoop(jt, s.nc / s.nr);
   panels.body.push_back(std::move(rowTiles));
 
   // One column block: per k block, pack the input's block, then run its panels.
-  std::vector<Stmt> body;
+  Block body;
   if (kb >= 0) {
-    Stmt kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
+    Loop kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
     kBlocks.body.push_back(std::move(colPackStmt));
     kBlocks.body.push_back(std::move(panels));
     body.push_back(std::move(kBlocks));
@@ -443,20 +393,21 @@ void tileImplicitGemm(Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
     int64_t extent;
   };
   std::vector<Outer> outer;
-  for (const Stmt* l : g.chain)
+  for (const Loop* l : g.chain)
     if (l->var != c.i && l->var != c.j) outer.push_back({l->var, l->extent});
   outer.push_back({jc, (c.N + s.nc - 1) / s.nc});
   std::stable_sort(outer.begin(), outer.end(), [](const Outer& a, const Outer& b) { return a.extent > b.extent; });
   const bool parallel = g.chain.front()->parallel;
   for (size_t b = outer.size(); b-- > 0;) {
-    Stmt l = makeLoop(outer[b].var, outer[b].extent);
+    Loop l = makeLoop(outer[b].var, outer[b].extent);
     l.parallel = parallel && b == 0;
     l.body = std::move(body);
     body.clear();
     body.push_back(std::move(l));
   }
   Stmt nest = std::move(body[0]);
-  k.parallelExtent = nest.parallel ? nest.extent : 0;
+  const Loop& outermost = nest.as<Loop>();
+  k.parallelExtent = outermost.parallel ? outermost.extent : 0;
 
   k.body.clear();
   k.body.push_back(std::move(rowPackStmt));

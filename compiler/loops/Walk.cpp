@@ -178,4 +178,10 @@ std::vector<int> boundVars(const Stmt& s) {
   return {};
 }
 
+bool loadsFrom(const Expr& e, int buffer) {
+  bool found = false;
+  forEachLoad(e, [&](const Expr& load) { found = found || load.buffer == buffer; });
+  return found;
+}
+
 }  // namespace texc::loops

@@ -76,4 +76,7 @@ void forEachAccess(const Block& body, const std::function<void(const Expr&)>& lo
 // value and padding). Its bases are evaluated outside those bindings.
 std::vector<int> boundVars(const Stmt& s);
 
+// Whether `e` loads from `buffer` (at any depth).
+bool loadsFrom(const Expr& e, int buffer);
+
 }  // namespace texc::loops
