@@ -95,15 +95,18 @@ std::string packOperand(Kernel& k, PackedOperand operand, const std::string& atL
 Stmt columnPack(const Stmt& tile, int scratch, IndexExpr colBase, int64_t cols, int64_t panel);
 Stmt rowPack(const Stmt& tile, int scratch, IndexExpr rowBase, int64_t rows, bool allOfK);
 
-// Shared by the transformations (LoopNest.cpp).
+// Shared by the transformations (LoopNest.cpp). Substituting, counting and searching
+// statements are the core's: Substitute.h and Walk.h.
 namespace nest {
 
 // The loop statement over the variable printed as `name`, or an error: no such loop, or several.
+// Loops inside a tile's epilogue are not found (the tile binds their surroundings).
 struct Found {
-  Stmt* loop = nullptr;
-  std::vector<Stmt>* parent = nullptr;  // the statement list holding it
-  size_t position = 0;                  // its index in *parent
-  bool topLevel = false;                // parent is the kernel's body
+  Stmt* stmt = nullptr;   // the statement, a Loop
+  Loop* loop = nullptr;   // the same, as its kind
+  Block* parent = nullptr;  // the statement list holding it
+  size_t position = 0;      // its index in *parent
+  bool topLevel = false;    // parent is the kernel's body
   std::string error;
 };
 Found findLoop(Kernel& k, const std::string& name);
@@ -111,28 +114,11 @@ Found findLoop(Kernel& k, const std::string& name);
 // "" when the kernel may be transformed; otherwise why not (it holds pack or tile statements).
 std::string checkTransformable(const Kernel& k);
 
-// Replaces every use of variable `var` in `stmts` (indices, guard conditions, values) by `by`.
-void substitute(std::vector<Stmt>& stmts, int var, const IndexExpr& by);
-
-// c * v + u as an index expression (a bare v when c == 1 and u == 0).
-IndexExpr affine(int64_t c, int v, int64_t u);
-
-// Whether `stmts` use variable `var` anywhere (and, for an index, loops::usesVar).
-bool usesVar(const std::vector<Stmt>& stmts, int var);
-using loops::usesVar;
-
-// Whether `stmts` hold a store, at any depth.
-bool holdsStore(const std::vector<Stmt>& stmts);
-
-// Statements in `stmts`, counted recursively (to bound what unrolling may copy).
-int64_t countStmts(const std::vector<Stmt>& stmts);
-
-
 // Why `loop` (a top-level loop of `k`) cannot be the parallel loop, or "": a store outside it
 // (every thread's call would run it), an accumulator carried across its iterations (updated
 // inside, set outside), or a store inside it whose index does not use its variable (two threads
 // would write the same element).
-std::string parallelProblem(const Kernel& k, const Stmt& loop);
+std::string parallelProblem(const Kernel& k, const Loop& loop);
 
 // Adds a variable named `name` (made unique with a numeric suffix if taken); returns its id.
 int addVar(Kernel& k, const std::string& name);

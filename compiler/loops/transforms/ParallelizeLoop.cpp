@@ -3,17 +3,17 @@
 // [lo, hi) it is called with, so the mark is legal only there, on one loop.
 #include <fmt/format.h>
 
+#include "compiler/loops/Walk.h"
 #include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
 
 namespace {
 
-void clearParallel(std::vector<Stmt>& stmts) {
-  for (Stmt& s : stmts) {
-    s.parallel = false;
-    clearParallel(s.body);
-  }
+void clearParallel(Block& body) {
+  forEachStmt(body, [](Stmt& s) {
+    if (auto* l = s.getIf<Loop>()) l->parallel = false;
+  });
 }
 
 }  // namespace
@@ -31,7 +31,7 @@ std::string parallelizeLoop(Kernel& k, const std::string& var) {
     return "only a loop at the kernel's top level can be parallel (the runtime calls the kernel once per chunk of "
            "that loop); reorder it outermost first";
   if (std::string why = nest::parallelProblem(k, *f.loop); !why.empty()) return why;
-  Stmt* loop = f.loop;
+  Loop* loop = f.loop;
   clearParallel(k.body);
   loop->parallel = true;
   nest::refreshParallelExtent(k);

@@ -2,6 +2,7 @@
 // widen) or `scalar` (one it must not widen) (LoopTransforms.h).
 #include <fmt/format.h>
 
+#include "compiler/loops/Walk.h"
 #include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
@@ -11,10 +12,13 @@ namespace {
 // Whether a loop inside `stmts` stores: then the loop holding them is not the innermost loop
 // over the elements it writes. (Loops that only carry a reduction may sit inside a vector loop,
 // as lowering makes them: the row sum's loop inside the loop over rows.)
-bool holdsStoringLoop(const std::vector<Stmt>& stmts) {
-  for (const Stmt& s : stmts)
-    if ((s.kind == StmtKind::Loop && nest::holdsStore(s.body)) || (s.kind == StmtKind::Guard && holdsStoringLoop(s.body))) return true;
-  return false;
+bool holdsStoringLoop(const Block& stmts) {
+  // Guards are looked through; any other statement ends the search down its branch.
+  return !walk(stmts, [](const Stmt& s) {
+    if (auto* l = s.getIf<Loop>())
+      return anyStmt(l->body, [](const Stmt& b) { return b.is<Store>(); }) ? WalkAction::Stop : WalkAction::SkipNested;
+    return s.is<Guard>() ? WalkAction::Advance : WalkAction::SkipNested;
+  });
 }
 
 }  // namespace
