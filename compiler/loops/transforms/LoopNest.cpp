@@ -39,13 +39,28 @@ Found findLoop(Kernel& k, const std::string& name) {
   return out;
 }
 
-std::string checkTransformable(const Kernel& k) {
-  if (anyStmt(k.body, [](const Stmt& s) { return s.is<Pack>() || s.is<Tile>(); }))
-    return fmt::format("kernel {} holds register tiles (pack and tile statements, from the tile pass or register_block); "
-                       "its loops can be transformed only before: add 'tile = off' to the schedule (or pass --no-tile) "
-                       "and put the step before register_block",
-                       k.name);
+std::string checkTransformable(const Kernel& k, const Loop& loop) {
+  const bool bound = anyStmt(k.body, [&](const Stmt& s) {
+    if (!s.is<Pack>() && !s.is<Tile>()) return false;
+    std::vector<int> vars = boundVars(s);
+    return std::find(vars.begin(), vars.end(), loop.var) != vars.end();
+  });
+  if (bound)
+    return fmt::format("kernel {} has a pack or tile statement that runs {} itself; transform the loops around it",
+                       k.name, k.varNames[loop.var]);
   return "";
+}
+
+bool writesWith(const Store& store, const std::vector<const Stmt*>& enclosing, int var) {
+  auto indexUses = [&](int v) {
+    return std::any_of(store.index.begin(), store.index.end(), [&](const IndexExpr& ix) { return usesVar(ix, v); });
+  };
+  if (indexUses(var)) return true;
+  for (const Stmt* s : enclosing)
+    if (auto* t = s->getIf<Tile>())
+      if ((indexUses(t->rowVar) && usesVar(t->rowBase, var)) || (indexUses(t->colVar) && usesVar(t->colBase, var)))
+        return true;
+  return false;
 }
 
 std::string parallelProblem(const Kernel& k, const Loop& loop) {
@@ -59,11 +74,9 @@ std::string parallelProblem(const Kernel& k, const Loop& loop) {
       return fmt::format("its iterations carry accumulator acc{} (a reduction over {}), which threads cannot share", a,
                          k.varNames[loop.var]);
   std::string why;
-  walk(loop.body, [&](const Stmt& s) {
+  walkWithEnclosing(loop.body, [&](const Stmt& s, const std::vector<const Stmt*>& enclosing) {
     auto* store = s.getIf<Store>();
-    if (!store || std::any_of(store->index.begin(), store->index.end(),
-                              [&](const IndexExpr& ix) { return usesVar(ix, loop.var); }))
-      return WalkAction::Advance;
+    if (!store || writesWith(*store, enclosing, loop.var)) return WalkAction::Advance;
     why = fmt::format("a store inside it does not index with {}", k.varNames[loop.var]);
     return WalkAction::Stop;
   });

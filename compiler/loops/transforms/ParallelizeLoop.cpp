@@ -19,7 +19,6 @@ void clearParallel(Block& body) {
 }  // namespace
 
 std::string parallelizeLoop(Kernel& k, const std::string& var) {
-  if (std::string why = nest::checkTransformable(k); !why.empty()) return why;
   if (var.empty()) {
     clearParallel(k.body);
     nest::refreshParallelExtent(k);
@@ -27,6 +26,7 @@ std::string parallelizeLoop(Kernel& k, const std::string& var) {
   }
   nest::Found f = nest::findLoop(k, var);
   if (!f.error.empty()) return f.error;
+  if (std::string why = nest::checkTransformable(k, *f.loop); !why.empty()) return why;
   if (!f.topLevel)
     return "only a loop at the kernel's top level can be parallel (the runtime calls the kernel once per chunk of "
            "that loop); reorder it outermost first";

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "compiler/loops/Substitute.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
@@ -28,7 +29,12 @@ Stmt registerTile(const Contraction& c, int64_t mr, int64_t nr) {
 
 std::string registerBlock(const LoopProgram& p, Kernel& k, const std::string& rowName, const std::string& colName, int64_t mr,
                           int64_t nr) {
-  if (std::string why = nest::checkTransformable(k); !why.empty()) return why;
+  // A tiled kernel's contraction is a tile already, and pack works on a kernel with one tile.
+  if (anyStmt(k.body, [](const Stmt& s) { return s.is<Pack>() || s.is<Tile>(); }))
+    return fmt::format("kernel {} holds register tiles already (pack and tile statements, from the tile pass or "
+                       "register_block); register_block applies to an untiled kernel: add 'tile = off' to the schedule "
+                       "(or pass --no-tile)",
+                       k.name);
   if (mr < 1 || mr > kMaxTileRows) return fmt::format("the tile's rows must be 1..{}, got {}", kMaxTileRows, mr);
   if (nr < 1 || nr > kMaxTileColumns) return fmt::format("the tile's columns must be 1..{}, got {}", kMaxTileColumns, nr);
   if (k.computeType != DType::F32)

@@ -69,28 +69,41 @@ size_t wantedInside(const Stmt& s, const std::set<int>& wanted) {
   return n;
 }
 
+// A store with the statements around it inside the nest's body (a tile, for its epilogue).
+struct StoreFact {
+  const Store* store;
+  std::vector<const Stmt*> enclosing;
+};
+
 struct BodyFacts {
-  std::vector<const Store*> stores;
-  std::vector<const Expr*> values;  // every value computed in the body
+  std::vector<StoreFact> stores;
+  std::vector<const Expr*> values;  // every value computed or read in the body (packs and tiles too)
   std::vector<bool> accSet, accUpdated, accRead;
+  std::vector<int> packed;  // scratch arrays the body packs
 };
 
 void collect(const Block& stmts, BodyFacts& f) {
-  forEachStmt(stmts, [&](const Stmt& s) {
-    if (auto* store = s.getIf<Store>()) {
-      f.stores.push_back(store);
-      f.values.push_back(&store->value);
-    }
-    if (auto* update = s.getIf<AccUpdate>()) {
-      f.values.push_back(&update->value);
-      f.accUpdated[update->acc] = true;
-    }
+  walkWithEnclosing(stmts, [&](const Stmt& s, const std::vector<const Stmt*>& enclosing) {
+    if (auto* store = s.getIf<Store>()) f.stores.push_back({store, enclosing});
+    if (const Expr* value = valueOf(s)) f.values.push_back(value);
+    if (auto* update = s.getIf<AccUpdate>()) f.accUpdated[update->acc] = true;
     if (auto* init = s.getIf<AccInit>()) f.accSet[init->acc] = true;
+    if (auto* pack = s.getIf<Pack>()) f.packed.push_back(pack->scratch);
+    return WalkAction::Advance;
   });
   for (const Expr* value : f.values)
     forEachExprNode(*value, [&](const Expr& e) {
       if (e.kind == ExprKind::AccRead) f.accRead[e.acc] = true;
     });
+}
+
+// How many tiles under `stmts` read scratch array `scratch`.
+int64_t readersOf(const Block& stmts, int scratch) {
+  int64_t n = 0;
+  forEachStmt(stmts, [&](const Stmt& s) {
+    if (auto* t = s.getIf<Tile>(); t && (t->rowScratch == scratch || t->colScratch == scratch)) ++n;
+  });
+  return n;
 }
 
 // Why the iterations of the nest over `vars` with innermost body `body` may not be reordered.
@@ -100,19 +113,16 @@ std::string dependence(const Kernel& k, const Block& body, const std::vector<int
   f.accUpdated.assign(k.numAccs, false);
   f.accRead.assign(k.numAccs, false);
   collect(body, f);
-  for (const Store* s : f.stores) {
-    for (int v : vars) {
-      bool uses = false;
-      for (const IndexExpr& ix : s->index) uses = uses || usesVar(ix, v);
-      if (!uses)
+  for (const StoreFact& s : f.stores) {
+    for (int v : vars)
+      if (!nest::writesWith(*s.store, s.enclosing, v))
         return fmt::format("a store inside the nest does not index with {}: several iterations write one element, "
                            "and their order decides which value stays",
                            k.varNames[v]);
-    }
     for (const Expr* value : f.values) {
       bool elsewhere = false;
       forEachLoad(*value, [&](const Expr& load) {
-        if (load.buffer == s->buffer && !equal(load.index, s->index)) elsewhere = true;
+        if (load.buffer == s.store->buffer && !equal(load.index, s.store->index)) elsewhere = true;
       });
       if (elsewhere)
         return fmt::format("the nest reads the buffer it writes at another index: an iteration may read what another one "
@@ -122,13 +132,17 @@ std::string dependence(const Kernel& k, const Block& body, const std::vector<int
   for (int a = 0; a < k.numAccs; ++a)
     if (f.accUpdated[a] && !f.accSet[a] && f.accRead[a])
       return fmt::format("accumulator acc{} is carried across the nest's iterations and read inside it", a);
+  // Each iteration packs its own block before its tiles read it; a tile after the nest would
+  // read what the last iteration packed, and that iteration changes.
+  for (int scratch : f.packed)
+    if (readersOf(body, scratch) != readersOf(k.body, scratch))
+      return fmt::format("scratch s{} is packed inside the nest and read after it", scratch);
   return "";
 }
 
 }  // namespace
 
 std::string reorderLoops(Kernel& kernel, const std::vector<std::string>& vars) {
-  if (std::string why = nest::checkTransformable(kernel); !why.empty()) return why;
   if (vars.empty()) return "name the loops in their new order";
   Kernel k = kernel;  // transformed on a copy: an error leaves the kernel as it was
   std::vector<int> ids;
@@ -136,6 +150,7 @@ std::string reorderLoops(Kernel& kernel, const std::vector<std::string>& vars) {
   for (const std::string& name : vars) {
     nest::Found f = nest::findLoop(k, name);
     if (!f.error.empty()) return f.error;
+    if (std::string why = nest::checkTransformable(k, *f.loop); !why.empty()) return why;
     if (std::find(ids.begin(), ids.end(), f.loop->var) != ids.end()) return fmt::format("{} is named twice", name);
     ids.push_back(f.loop->var);
     found.push_back(f.stmt);

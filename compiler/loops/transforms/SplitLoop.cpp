@@ -8,10 +8,10 @@
 namespace texc::loops {
 
 std::string splitLoop(Kernel& k, const std::string& var, int64_t factor) {
-  if (std::string why = nest::checkTransformable(k); !why.empty()) return why;
   if (factor < 1) return fmt::format("the factor must be >= 1, got {}", factor);
   nest::Found f = nest::findLoop(k, var);
   if (!f.error.empty()) return f.error;
+  if (std::string why = nest::checkTransformable(k, *f.loop); !why.empty()) return why;
   if (factor > f.loop->extent)
     return fmt::format("the factor {} is larger than the loop's extent {}", factor, f.loop->extent);
 

@@ -24,9 +24,9 @@ void appendCopy(Block& out, const Block& body, int v, const IndexExpr& value) {
 }  // namespace
 
 std::string unrollLoop(Kernel& k, const std::string& var, int64_t factor) {
-  if (std::string why = nest::checkTransformable(k); !why.empty()) return why;
   nest::Found f = nest::findLoop(k, var);
   if (!f.error.empty()) return f.error;
+  if (std::string why = nest::checkTransformable(k, *f.loop); !why.empty()) return why;
   Loop& loop = *f.loop;
   const int v = loop.var;
   const int64_t extent = loop.extent;

@@ -24,9 +24,11 @@ bool holdsStoringLoop(const Block& stmts) {
 }  // namespace
 
 std::string vectorizeLoop(Kernel& k, const std::string& var, bool on) {
-  if (std::string why = nest::checkTransformable(k); !why.empty()) return why;
   nest::Found f = nest::findLoop(k, var);
   if (!f.error.empty()) return f.error;
+  if (std::string why = nest::checkTransformable(k, *f.loop); !why.empty()) return why;
+  if (on && anyStmt(f.loop->body, [](const Stmt& s) { return s.is<Pack>() || s.is<Tile>(); }))
+    return fmt::format("{} holds register tiles, which are vector code themselves; vectorise only loops without them", var);
   if (on && holdsStoringLoop(f.loop->body))
     return fmt::format("only the innermost loop around its stores can be vectorised, and {} holds a loop "
                        "that stores",
