@@ -11,7 +11,6 @@
 #include <llvm/IR/Module.h>
 
 #include <cstring>
-#include <functional>
 #include <random>
 
 #include "LoopInterpreter.h"
