@@ -2,6 +2,7 @@
 // Schedule.h for the target CPU (--cpu) and the user's overrides (--schedule FILE); --no-tile skips it.
 #include "compiler/loops/TileContractions.h"
 #include "compiler/passes/Pass.h"
+#include "compiler/passes/loops/MachineInfo.h"
 
 namespace texc {
 
