@@ -1,8 +1,8 @@
 // plan-memory: places the loop program's intermediates in one arena (MemoryPlan.h). It changes
 // no loop nest; codegen-llvm reads the plan (in-place kernels) and the runtime binds temps by it.
 // With --no-plan the pipeline leaves it out (Pipeline.cpp): no plan, and every intermediate gets
-// a buffer of its own. The CUDA
-// backend lays out its device arena by the same plan (CudaExecutable.h), without in-place writes.
+// a buffer of its own. The CUDA backend lays out its device arena by the same plan
+// (CudaExecutable.h), without in-place writes.
 #include "compiler/loops/MemoryPlan.h"
 #include "compiler/passes/Pass.h"
 
