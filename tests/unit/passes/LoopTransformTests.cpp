@@ -26,7 +26,7 @@ using Lowered = LoweredLoops;
 Lowered lower(const std::string& text, bool tile = false) {
   std::unique_ptr<Session> s = startSession(inlineProgram("transforms", text));
   s->state().options.tile = tile;
-  bool ok = s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{});
+  bool ok = s->runThroughPassManager(buildPipeline(s->state().options, Stage::Loops), Instrumentation{});
   INFO(s->failure());
   REQUIRE(ok);
   return {*s->state().graph, *s->state().loops};
@@ -674,7 +674,7 @@ TEST_CASE("schedule-loops: the pass applies the lines and stops on a step it can
     std::unique_ptr<Session> s = startSession(inlineProgram("transforms", kElementwise));
     s->state().options.target = target;
     REQUIRE(loops::parseScheduleText(schedule, s->state().options.schedule) == "");
-    s->runThroughPassManager(buildPipeline(Stage::Plan, target), Instrumentation{});
+    s->runThroughPassManager(buildPipeline(s->state().options, Stage::Plan), Instrumentation{});
     return s;
   };
   {
