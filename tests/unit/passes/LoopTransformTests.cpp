@@ -64,22 +64,6 @@ const char* const kElementwise =
 
 }  // namespace
 
-TEST_CASE("loop transforms: the kernels they start from", "[passes][transforms]") {
-  Lowered l = lower(kElementwise);
-  CHECK(kernelText(l.loops, 0) ==
-        "kernel k0_Y (f32, parallel over 13)\n"
-        "  for i < 13 parallel\n"
-        "    for j < 10 vector\n"
-        "      Y[i, j] = ((X[i, j] * 2) + b[j])\n");
-  CHECK(kernelText(l.loops, 1) ==
-        "kernel k1_s (f32, parallel over 13)\n"
-        "  for i < 13 parallel vector\n"
-        "    acc0 = 0  # sum\n"
-        "    for j < 10\n"
-        "      acc0 += X[i, j]\n"
-        "    s[i] = acc0\n");
-}
-
 TEST_CASE("loop transforms: split, with and without a tail", "[passes][transforms]") {
   Lowered l = lower(kElementwise);
   SECTION("the inner loop by 4: 10 = 2 x 4 + 2, guarded; the inner loop keeps the vector mark") {
@@ -395,20 +379,6 @@ TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent 
   CHECK(loops::verifyLoopProgram(both) == std::vector<std::string>{"kernel k0_Y: loop j is marked both vector and scalar"});
 }
 
-TEST_CASE("loop transforms: a kernel the tile pass rewrote is refused", "[passes][transforms]") {
-  Lowered l = lower("input A : f32[16, 16]\ninput B : f32[16, 16]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n", true);
-  loops::LoopProgram p = l.loops;
-  REQUIRE(loops::printLoopProgram(p).find("tile ") != std::string::npos);
-  const std::string refusal =
-      "kernel k0_C holds register tiles (pack and tile statements, from the tile pass or register_block); its loops can be "
-      "transformed only before: add 'tile = off' to the schedule (or pass --no-tile) and put the step before register_block";
-  CHECK(loops::splitLoop(p.kernels[0], "j_c", 2) == refusal);
-  CHECK(loops::reorderLoops(p.kernels[0], {"j_c", "k_c"}) == refusal);
-  CHECK(loops::unrollLoop(p.kernels[0], "j_c", 0) == refusal);
-  CHECK(loops::parallelizeLoop(p.kernels[0], "") == refusal);
-  CHECK(loops::vectorizeLoop(p.kernels[0], "j_c", false) == refusal);
-}
-
 TEST_CASE("loop transforms: the lecture's steps on an untiled matmul, each computing the same C", "[passes][transforms]") {
   Lowered l = lower("input A : f32[13, 7]\ninput B : f32[7, 10]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n");
   loops::LoopProgram p = l.loops;
@@ -648,30 +618,6 @@ TEST_CASE("schedule files: loops lines", "[passes][transforms][schedule]") {
          r[0].factor == 16));
   CHECK((r[1].kind == loops::LoopStepKind::Pack && r[1].operand == 'A' && r[1].vars == std::vector<std::string>{"i_t"}));
   CHECK((r[2].kind == loops::LoopStepKind::Pack && r[2].operand == 'B' && r[2].vars.empty()));
-}
-
-TEST_CASE("schedule-loops: the pass applies the lines and stops on a step it cannot apply", "[passes][transforms][schedule]") {
-  auto compile = [](const std::string& schedule, Target target = Target::Cpu) {
-    std::unique_ptr<Session> s = startSession(inlineProgram("transforms", kElementwise));
-    s->state().options.target = target;
-    REQUIRE(loops::parseScheduleText(schedule, s->state().options.schedule) == "");
-    s->runThroughPassManager(buildPipeline(Stage::Plan, target), Instrumentation{});
-    return s;
-  };
-  {
-    std::unique_ptr<Session> s = compile("loops Y: split j 4; reorder j.o i j.i\nloops s: unroll j 5\n");
-    REQUIRE(s->state().usageError == "");
-    REQUIRE(s->state().memoryPlan.has_value());
-    std::string text = loops::printLoopProgram(*s->state().loops);
-    CHECK(text.find("  for j.o < 3 parallel\n    for i < 13\n      for j.i < 4 vector\n") != std::string::npos);
-    CHECK(text.find("    for j < 2\n      acc0 += X[i, 5 * j]\n") != std::string::npos);
-  }
-  CHECK(compile("loops Z: split j 4\n")->state().usageError == "line 1: loops Z: no kernel writes 'Z' (kernels write: Y, s)");
-  std::unique_ptr<Session> bad = compile("\nloops Y: split j 4; reorder i.o j\n");
-  CHECK(bad->state().usageError == "line 2: loops Y: reorder i.o j: kernel k0_Y has no loop over 'i.o' (its loops: i, j.o, j.i)");
-  CHECK_FALSE(bad->state().memoryPlan.has_value());  // the pipeline stopped there
-  CHECK(compile("loops Y: split j 4\n", Target::Cuda)->state().usageError ==
-        "line 1: loop transformations apply to the cpu target only");
 }
 
 }  // namespace texc::passtest
