@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   llvm-19-dev clang-19 libclang-rt-19-dev   # LLVM backend; clang-19 builds the fuzz targets
+  llvm-19-tools                             # lit and FileCheck, for the tests of tests/lit
   catch2 libfmt-dev libcli11-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libcurl4-openssl-dev
 )

@@ -133,22 +133,4 @@ TEST_CASE("fuse-into-tiles: a consumer whose stores do not name the bound loop s
   CHECK(p.kernels.size() == 2);
 }
 
-TEST_CASE("fuse-into-tiles: in the pipeline, with --fuse=all only, and explained", "[passes][fuse-into-tiles]") {
-  auto kernelsAfter = [](FuseMode mode, std::vector<FusionDecision>* decisions) {
-    ProgramOptions po;
-    po.fuse = mode;
-    std::unique_ptr<Session> s = startSession(inlineProgram("pipeline", convPool(1, 4, 8, 8, 8, 2, 2), po));
-    REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::Loops), Instrumentation{}));
-    if (decisions) *decisions = s->state().fusionDecisions;
-    return s->state().loops->kernels.size();
-  };
-  std::vector<FusionDecision> decisions;
-  CHECK(kernelsAfter(FuseMode::All, &decisions) == 1);
-  bool explained = false;
-  for (const FusionDecision& d : decisions)
-    if (d.producer == "sb" && d.fused && d.reason.find("fuse-into-tiles") != std::string::npos) explained = true;
-  CHECK(explained);
-  CHECK(kernelsAfter(FuseMode::Elementwise, nullptr) > 1);
-}
-
 }  // namespace texc::passtest

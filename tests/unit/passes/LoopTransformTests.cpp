@@ -66,22 +66,6 @@ const char* const kElementwise =
 
 }  // namespace
 
-TEST_CASE("loop transforms: the kernels they start from", "[passes][transforms]") {
-  Lowered l = lower(kElementwise);
-  CHECK(kernelText(l.loops, 0) ==
-        "kernel k0_Y (f32, parallel over 13)\n"
-        "  for i < 13 parallel\n"
-        "    for j < 10 vector\n"
-        "      Y[i, j] = ((X[i, j] * 2) + b[j])\n");
-  CHECK(kernelText(l.loops, 1) ==
-        "kernel k1_s (f32, parallel over 13)\n"
-        "  for i < 13 parallel vector\n"
-        "    acc0 = 0  # sum\n"
-        "    for j < 10\n"
-        "      acc0 += X[i, j]\n"
-        "    s[i] = acc0\n");
-}
-
 TEST_CASE("loop transforms: split, with and without a tail", "[passes][transforms]") {
   Lowered l = lower(kElementwise);
   SECTION("the inner loop by 4: 10 = 2 x 4 + 2, guarded; the inner loop keeps the vector mark") {
@@ -667,30 +651,6 @@ TEST_CASE("schedule files: loops lines", "[passes][transforms][schedule]") {
          r[0].factor == 16));
   CHECK((r[1].kind == loops::LoopStepKind::Pack && r[1].operand == 'A' && r[1].vars == std::vector<std::string>{"i_t"}));
   CHECK((r[2].kind == loops::LoopStepKind::Pack && r[2].operand == 'B' && r[2].vars.empty()));
-}
-
-TEST_CASE("schedule-loops: the pass applies the lines and stops on a step it cannot apply", "[passes][transforms][schedule]") {
-  auto compile = [](const std::string& schedule, Target target = Target::Cpu) {
-    std::unique_ptr<Session> s = startSession(inlineProgram("transforms", kElementwise));
-    s->state().options.target = target;
-    REQUIRE(loops::parseScheduleText(schedule, s->state().options.schedule) == "");
-    s->runThroughPassManager(buildPipeline(s->state().options, Stage::Plan), Instrumentation{});
-    return s;
-  };
-  {
-    std::unique_ptr<Session> s = compile("loops Y: split j 4; reorder j.o i j.i\nloops s: unroll j 5\n");
-    REQUIRE(s->state().usageError == "");
-    REQUIRE(s->state().memoryPlan.has_value());
-    std::string text = loops::printLoopProgram(*s->state().loops);
-    CHECK(text.find("  for j.o < 3 parallel\n    for i < 13\n      for j.i < 4 vector\n") != std::string::npos);
-    CHECK(text.find("    for j < 2\n      acc0 += X[i, 5 * j]\n") != std::string::npos);
-  }
-  CHECK(compile("loops Z: split j 4\n")->state().usageError == "line 1: loops Z: no kernel writes 'Z' (kernels write: Y, s)");
-  std::unique_ptr<Session> bad = compile("\nloops Y: split j 4; reorder i.o j\n");
-  CHECK(bad->state().usageError == "line 2: loops Y: reorder i.o j: kernel k0_Y has no loop over 'i.o' (its loops: i, j.o, j.i)");
-  CHECK_FALSE(bad->state().memoryPlan.has_value());  // the pipeline stopped there
-  CHECK(compile("loops Y: split j 4\n", Target::Cuda)->state().usageError ==
-        "line 1: loop transformations apply to the cpu target only");
 }
 
 }  // namespace texc::passtest

@@ -56,13 +56,6 @@ TEST_CASE("sink-unit-loops: a chain of unit loops moves as a whole, hoisted redu
   CHECK(rows.find("  for r < 9 parallel\n    for n < 1\n") != std::string::npos);
 }
 
-TEST_CASE("sink-unit-loops: nests it leaves alone", "[passes][sink]") {
-  // The outer loop is longer already.
-  CHECK(sunk("input x : f32[4, 1, 6]\noutput y[a, b, c] = x[a, b, c] + 1\n", 0).find("for a < 4 parallel") != std::string::npos);
-  // A unit loop that holds more than the next loop (the hoisted max of a row of one).
-  CHECK(sunk("input x : f32[1, 64]\noutput y[a, j] = x[a, j] - max(e: x[a, e])\n", 0).find("parallel over 1)") != std::string::npos);
-}
-
 TEST_CASE("sink-unit-loops: an innermost longer loop stays innermost, the unit loops go", "[passes][sink]") {
   CHECK(sunk("input x : f32[1, 1, 64]\noutput y[a, b, j] = x[a, b, j] * (a + b + 1)\n", 1)
             .find("kernel k0_y (f32, parallel over 64)\n"
@@ -75,16 +68,6 @@ TEST_CASE("sink-unit-loops: a row loop that holds its reduction's loop moves out
   // widens the reduction's loop inside it, so moving it outward costs nothing.
   CHECK(sunk("input x : f32[1, 8, 5]\noutput s[a, r] = sum(d: x[a, r, d])\n", 1).find("  for r < 8 parallel vector\n    for a < 1\n") !=
         std::string::npos);
-}
-
-TEST_CASE("sink-unit-loops: in the pipeline for the cpu target only", "[passes][sink]") {
-  const std::string text = "input x : f32[1, 6, 8, 8]\noutput p[n, c, y < 4, x2 < 4] = max(dy < 2, dx < 2: x[n, c, 2 * y + dy, 2 * x2 + dx])\n";
-  for (Target target : {Target::Cpu, Target::Cuda}) {
-    std::unique_ptr<Session> s = startSession(inlineProgram("sink", text));
-    s->state().options.target = target;
-    REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::Loops), Instrumentation{}));
-    CHECK(s->state().loops->kernels[0].parallelExtent == (target == Target::Cpu ? 6 : 1));
-  }
 }
 
 }  // namespace texc::passtest

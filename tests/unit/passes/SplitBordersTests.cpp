@@ -27,24 +27,6 @@ std::vector<std::vector<double>> interpret(const LoweredLoops& l, const loops::L
   return interpretOnRandomInputs(l, lp, 11);
 }
 
-// Visits every statement under `body`, with the names of the loops around it.
-void walk(const loops::Kernel& k, const loops::Block& body,
-          const std::function<void(const loops::Stmt&, const std::vector<std::string>&)>& visit) {
-  loops::walkWithEnclosing(body, [&](const loops::Stmt& s, const std::vector<const loops::Stmt*>& enclosing) {
-    std::vector<std::string> loopsAround;
-    for (const loops::Stmt* e : enclosing)
-      if (auto* l = e->getIf<loops::Loop>()) loopsAround.push_back(k.varNames[l->var]);
-    visit(s, loopsAround);
-    return loops::WalkAction::Advance;
-  });
-}
-
-// Whether a loop whose name starts with `prefix` is among `around` (the interior loops of the
-// second part of a split loop are x.in2, x.in3, ...: names stay unique).
-bool inside(const std::vector<std::string>& around, const std::string& prefix) {
-  return std::any_of(around.begin(), around.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
-}
-
 struct Case {
   const char* name;
   const char* text;
@@ -83,60 +65,6 @@ TEST_CASE("split-borders: split nests compute what the unsplit ones compute", "[
       for (int out : l.graph.outputs) CHECK(actual[out] == expected[out]);
     }
   }
-}
-
-TEST_CASE("split-borders: the interior has no guard, the borders keep theirs", "[passes][split-borders]") {
-  LoweredLoops l = lowerUnsplit("conv", kCases[0].text);
-  loops::LoopProgram split = l.loops;
-  REQUIRE(loops::splitBorders(split) == 3);
-  REQUIRE(split.kernels.size() == 1);
-  const loops::Kernel& k = split.kernels[0];
-  INFO(loops::printLoopProgram(split));
-  int interiorGuards = 0, borderGuards = 0, interiorNests = 0, parallelLoops = 0;
-  walk(k, k.body, [&](const loops::Stmt& s, const std::vector<std::string>& loopsAround) {
-    const auto* l = s.getIf<loops::Loop>();
-    if (l && l->parallel) ++parallelLoops;
-    if (l && k.varNames[l->var].rfind("x.in", 0) == 0 && inside(loopsAround, "y.in")) ++interiorNests;
-    if (!s.is<loops::Guard>()) return;
-    if (inside(loopsAround, "y.in") && inside(loopsAround, "x.in")) ++interiorGuards;
-    else ++borderGuards;
-  });
-  CHECK(interiorNests == 1);
-  CHECK(interiorGuards == 0);
-  CHECK(borderGuards == 3);  // the 3 border nests (first row or first column), one guard each
-  CHECK(parallelLoops == 1);  // n, shared out by the runtime, stays whole
-  // Pooled rows y in [1, 2] and columns x in [1, 3] see no padding (2 y + dy + r - 1 in [1, 6]
-  // and 2 x + dx + s - 1 in [1, 8]); the pool covers no last row or column that would.
-  const std::string text = loops::printLoopProgram(split);
-  CHECK(text.find("for y.in < 2") != std::string::npos);
-  CHECK(text.find("for x.in < 3 vector") != std::string::npos);   // in the first row
-  CHECK(text.find("for x.in2 < 3 vector") != std::string::npos);  // in the interior rows
-  CHECK(text.find(".hi") == std::string::npos);
-  // The window loops of the reductions are not split.
-  CHECK(text.find("r.in") == std::string::npos);
-  CHECK(text.find("dx.in") == std::string::npos);
-}
-
-TEST_CASE("split-borders: programs without padding are left alone", "[passes][split-borders]") {
-  LoweredLoops matmul = lowerUnsplit("matmul", "input A : f32[5, 7]\ninput B : f32[7, 3]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n");
-  loops::LoopProgram p = matmul.loops;
-  CHECK(loops::splitBorders(p) == 0);
-  CHECK(loops::printLoopProgram(p) == loops::printLoopProgram(matmul.loops));
-  // A guard on a reduction variable only (a triangular sum) gives no output loop a border.
-  LoweredLoops tri = lowerUnsplit("triangle", "input X : f32[6, 6]\noutput Y[i < 6] = sum(j < 6: X[i, j - 2])\n");
-  loops::LoopProgram q = tri.loops;
-  CHECK(loops::splitBorders(q) == 0);
-}
-
-TEST_CASE("split-borders: runs in the pipeline, not for CUDA", "[passes][split-borders]") {
-  auto loopsText = [](Target target) {
-    std::unique_ptr<Session> s = startSession(inlineProgram("pool", kCases[2].text));
-    s->state().options.target = target;
-    REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::Loops), Instrumentation{}));
-    return loops::printLoopProgram(*s->state().loops);
-  };
-  CHECK(loopsText(Target::Cpu).find("y.in") != std::string::npos);
-  CHECK(loopsText(Target::Cuda).find("y.in") == std::string::npos);
 }
 
 }  // namespace
