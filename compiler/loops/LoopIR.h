@@ -248,6 +248,7 @@ struct GpuMapping {
   // a load indexes them exactly like the output.
   bool float4 = false;
   std::vector<int> float4Buffers;
+  std::vector<int> float4Loads;  // the loads of the store's value (numbered in pre-order) read from them
   // block-reduce: the terms of the reduction, strided over the threads.
   int64_t terms = 0;
   // tiled-contract: the output tile is tile x tile, computed by threads of regBlock x regBlock

@@ -1,5 +1,7 @@
 #include "compiler/passes/Pipeline.h"
 
+#include <string>
+
 namespace texc {
 
 namespace {
@@ -23,10 +25,18 @@ const char* const kPipeline[] = {
     "split-borders",    // last loop rewrite: the guards it drops are the ones lowering, tiling and the user's steps left
     "fuse-into-tiles",  // on the final nests of both kernels: the proof enumerates what they touch
     "plan-memory",      // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
+    "map-gpu",          // --target cuda: on the final loop nests, each kernel's strategy and launch; after the plan, which it does not change
+    "sync-gpu-threads", // --target cuda: the combines and barriers of the row-block kernels map-gpu chose
     "codegen-llvm",     // loop IR -> LLVM IR
     "optimize-llvm",    // LLVM's own pipeline for the host
     "codegen-cuda",     // --target cuda: loop IR -> CUDA C, instead of the two LLVM passes
 };
+
+// The loop passes of the CUDA pipeline alone: they run only when codegen-cuda does.
+bool cudaOnly(const PassInfo* p) {
+  std::string name = p->name;
+  return name == "map-gpu" || name == "sync-gpu-threads";
+}
 
 }  // namespace
 
@@ -36,6 +46,7 @@ std::vector<const PassInfo*> buildPipeline(Stage until, Target target) {
     const PassInfo* p = findPass(name);
     // Each target keeps its own backend's passes.
     if (p->stage == (target == Target::Cuda ? Stage::LLVM : Stage::CUDA)) continue;
+    if (cudaOnly(p) && (target != Target::Cuda || until < Stage::LLVM)) continue;
     if (p->stage > until && !(target == Target::Cuda && p->stage == Stage::CUDA && until >= Stage::LLVM)) break;
     out.push_back(p);
   }

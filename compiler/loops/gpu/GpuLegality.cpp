@@ -141,7 +141,7 @@ std::optional<int64_t> matchBlockReduce(const KernelShape& shape) {
   return terms;
 }
 
-std::optional<std::vector<int>> matchFloat4(const LoopProgram& p, const Kernel& k, const KernelShape& shape) {
+std::optional<Float4Match> matchFloat4(const LoopProgram& p, const Kernel& k, const KernelShape& shape) {
   const Block& inner = *shape.inner;
   if (inner.size() != 1 || !inner[0].is<Store>() || k.computeType != DType::F32 || shape.outputs % 4 != 0 || shape.outputs < 4 ||
       p.buffers[inner[0].as<Store>().buffer].dtype != DType::F32)
@@ -149,14 +149,20 @@ std::optional<std::vector<int>> matchFloat4(const LoopProgram& p, const Kernel& 
   // A load of a tensor shaped like the output at exactly the output's indices: element t of the
   // flat index, so four consecutive t are one aligned float4 (buffers are 256-byte aligned).
   std::set<int> buffers;
-  for (const Expr* e : loadsInOrder(inner[0].as<Store>().value)) {
-    const Buffer& buf = p.buffers[e->buffer];
-    bool identity = buf.dtype == DType::F32 && e->index.size() == shape.lhs.size();
+  Float4Match m;
+  std::vector<const Expr*> loads = loadsInOrder(inner[0].as<Store>().value);
+  for (size_t n = 0; n < loads.size(); ++n) {
+    const Expr& e = *loads[n];
+    const Buffer& buf = p.buffers[e.buffer];
+    bool identity = buf.dtype == DType::F32 && e.index.size() == shape.lhs.size();
     for (size_t d = 0; identity && d < shape.lhs.size(); ++d)
-      identity = isVar(e->index[d], shape.lhs[d]->var) && buf.shape[d] == shape.lhs[d]->extent;
-    if (identity) buffers.insert(e->buffer);
+      identity = isVar(e.index[d], shape.lhs[d]->var) && buf.shape[d] == shape.lhs[d]->extent;
+    if (!identity) continue;
+    buffers.insert(e.buffer);
+    m.loads.push_back(static_cast<int>(n));
   }
-  return std::vector<int>(buffers.begin(), buffers.end());
+  m.buffers.assign(buffers.begin(), buffers.end());
+  return m;
 }
 
 std::optional<RowPlan> planRowBlock(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o) {

@@ -54,8 +54,13 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
 std::optional<int64_t> matchBlockReduce(const KernelShape& shape);
 
 // float4 grid-stride: an elementwise f32 kernel (inner is one f32 store) over a multiple of 4
-// elements. Returns the buffers read exactly like the output (as float4).
-std::optional<std::vector<int>> matchFloat4(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
+// elements. Returns the buffers read exactly like the output (as float4), and which loads of the
+// store's value (numbered in pre-order) read them so.
+struct Float4Match {
+  std::vector<int> buffers;
+  std::vector<int> loads;
+};
+std::optional<Float4Match> matchFloat4(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
 
 // row-block: the row body as a sequence of phases (docs/cuda.md, rule 3).
 struct RowAccess {

@@ -125,9 +125,10 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     m.strategy = GpuStrategy::GridStride;
     m.threads = b;
     mark(shape.lhs, GpuLoop::Grid);
-    if (std::optional<std::vector<int>> vec = matchFloat4(p, k, shape)) {
+    if (std::optional<Float4Match> vec = matchFloat4(p, k, shape)) {
       m.float4 = true;
-      m.float4Buffers = *vec;
+      m.float4Buffers = vec->buffers;
+      m.float4Loads = vec->loads;
       int64_t quads = shape.outputs / 4;
       m.blocks = std::max<int64_t>(1, std::min<int64_t>((quads + b - 1) / b, o.maxBlocks));
       m.notes = flatNotes(k, shape.lhs, "t", "t");
