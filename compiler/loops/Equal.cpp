@@ -48,7 +48,7 @@ bool equalNode(const Pack& a, const Pack& b, const VarRenaming& r) {
 bool equalNode(const Tile& a, const Tile& b, const VarRenaming& r) {
   return renamed(a.rowVar, r) == b.rowVar && renamed(a.colVar, r) == b.colVar && equal(a.rowBase, b.rowBase, r) &&
          equal(a.colBase, b.colBase, r) && a.rows == b.rows && a.cols == b.cols && a.rowExtent == b.rowExtent &&
-         a.colExtent == b.colExtent && equalWindow(a.k, b.k, r) && equal(a.value, b.value, r) &&
+         a.colExtent == b.colExtent && equalWindow(a.k, b.k, r) && a.acc == b.acc && equal(a.value, b.value, r) &&
          a.rowScratch == b.rowScratch && a.rowPackWhole == b.rowPackWhole && equal(a.blockRow, b.blockRow, r) &&
          a.colScratch == b.colScratch && equal(a.blockCol, b.blockCol, r) && equal(a.epilogue, b.epilogue, r);
 }

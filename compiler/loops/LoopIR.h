@@ -172,6 +172,7 @@ struct Tile {
   int64_t rowExtent = 0;
   int64_t colExtent = 0;
   KWindow k;
+  int acc = -1;  // the accumulator the sum goes to, which the epilogue reads
   Expr value;
   int rowScratch = -1;
   bool rowPackWhole = false;

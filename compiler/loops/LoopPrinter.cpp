@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "compiler/loops/LoopIR.h"
+#include "compiler/loops/Walk.h"
 
 namespace texc::loops {
 
@@ -66,64 +67,84 @@ struct Printer {
 
   void stmt(const Stmt& s, int depth) {
     std::string pad(2 * depth, ' ');
-    switch (s.kind) {
-      case StmtKind::Loop:
-        out += fmt::format("{}for {} < {}{}{}\n", pad, k.varNames[s.var], s.extent, s.parallel ? " parallel" : "",
-                           s.vectorize ? " vector" : s.scalar ? " scalar" : "");
-        for (const Stmt& b : s.body) stmt(b, depth + 1);
+    switch (s.kind()) {
+      case StmtKind::Loop: {
+        const Loop& l = s.as<Loop>();
+        out += fmt::format("{}for {} < {}{}{}\n", pad, k.varNames[l.var], l.extent, l.parallel ? " parallel" : "",
+                           l.vectorize ? " vector" : l.scalar ? " scalar" : "");
+        block(l.body, depth + 1);
         break;
-      case StmtKind::Store: out += fmt::format("{}{} = {}\n", pad, access(s.buffer, s.index), expr(s.value)); break;
-      case StmtKind::AccInit: out += fmt::format("{}acc{} = {}  # {}\n", pad, s.acc, identity(s.reduce), spelling(s.reduce)); break;
-      case StmtKind::AccUpdate:
-        if (s.reduce == ReduceKind::Sum) out += fmt::format("{}acc{} += {}\n", pad, s.acc, expr(s.value));
-        else if (s.reduce == ReduceKind::Prod) out += fmt::format("{}acc{} *= {}\n", pad, s.acc, expr(s.value));
-        else out += fmt::format("{}acc{} = {}(acc{}, {})\n", pad, s.acc, spelling(s.reduce), s.acc, expr(s.value));
+      }
+      case StmtKind::Store: {
+        const Store& st = s.as<Store>();
+        out += fmt::format("{}{} = {}\n", pad, access(st.buffer, st.index), expr(st.value));
         break;
+      }
+      case StmtKind::AccInit: {
+        const AccInit& a = s.as<AccInit>();
+        out += fmt::format("{}acc{} = {}  # {}\n", pad, a.acc, identity(a.reduce), spelling(a.reduce));
+        break;
+      }
+      case StmtKind::AccUpdate: {
+        const AccUpdate& u = s.as<AccUpdate>();
+        if (u.reduce == ReduceKind::Sum) out += fmt::format("{}acc{} += {}\n", pad, u.acc, expr(u.value));
+        else if (u.reduce == ReduceKind::Prod) out += fmt::format("{}acc{} *= {}\n", pad, u.acc, expr(u.value));
+        else out += fmt::format("{}acc{} = {}(acc{}, {})\n", pad, u.acc, spelling(u.reduce), u.acc, expr(u.value));
+        break;
+      }
       case StmtKind::Guard: {
-        std::string conds;
-        for (size_t i = 0; i < s.conds.size(); ++i)
-          conds += fmt::format("{}0 <= {} < {}", i ? " && " : "", index(s.conds[i].index), s.conds[i].extent);
-        out += fmt::format("{}if {}  # otherwise the term is skipped\n", pad, conds);
-        for (const Stmt& b : s.body) stmt(b, depth + 1);
+        const Guard& g = s.as<Guard>();
+        out += fmt::format("{}if {}  # otherwise the term is skipped\n", pad, conds(g.conds));
+        block(g.body, depth + 1);
         break;
       }
-      case StmtKind::Pack: {
-        std::string window = kWindow(s);
-        if (s.rowVar >= 0) {
-          out += fmt::format("{}pack s{}[{} < {} in panels of {}][{}] = {}  # {} = {}, clamped below {}\n", pad, s.scratch,
-                             k.varNames[s.rowVar], s.rows, s.cols, window, expr(s.value), k.varNames[s.rowVar],
-                             range(s.rowBase, s.rows), s.rowExtent);
-          break;
-        }
-        std::string padding;
-        for (size_t i = 0; i < s.conds.size(); ++i)
-          padding += fmt::format("{}0 <= {} < {}", i ? " && " : "", index(s.conds[i].index), s.conds[i].extent);
-        out += fmt::format("{}pack s{}[{}][{} < {}{}] = {}{}  # {} = {}, 0 past {}{}\n", pad, s.scratch, window,
-                           k.varNames[s.colVar], s.cols, s.rows > 0 && s.rows < s.cols ? fmt::format(" in panels of {}", s.rows) : "",
-                           padding.empty() ? "" : "if " + padding + " then ", expr(s.value), k.varNames[s.colVar],
-                           range(s.colBase, s.cols), s.colExtent, padding.empty() ? "" : ", 0 where padded");
-        break;
-      }
-      case StmtKind::Tile: {
-        std::string rhs = s.scratch >= 0 ? fmt::format("s{}[{}][{}{}]", s.scratch, k.varNames[s.var], offset(s.blockCol),
-                                                       k.varNames[s.colVar])
-                                         : expr(s.value.args[1]);
-        std::string lhs = s.rowScratch >= 0 ? fmt::format("s{}[{}{}][{}{}]", s.rowScratch, offset(s.blockRow), k.varNames[s.rowVar],
-                                                          k.varNames[s.var], s.rowPackWhole ? " of all" : "")
-                                            : expr(s.value.args[0]);
-        out += fmt::format("{}tile {}x{}: {} = {} + 0..{} (< {}), {} = {} + 0..{} (< {})\n", pad, s.rows, s.cols,
-                           k.varNames[s.rowVar], index(s.rowBase), s.rows - 1, s.rowExtent, k.varNames[s.colVar],
-                           index(s.colBase), s.cols - 1, s.colExtent);
-        std::string start;
-        if (s.kBlock > 0 && !s.body.empty() && s.body[0].kind == StmtKind::Store)
-          start = fmt::format("({} > 0 ? {} : 0) + ", index(s.kBase), access(s.body[0].buffer, s.body[0].index));
-        out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers\n", pad, s.acc, start, kWindow(s),
-                           lhs, rhs, s.rows, s.cols);
-        if (s.kBlock > 0) out += fmt::format("{}  # after the last k block only; before it the partial sum is stored instead\n", pad);
-        for (const Stmt& b : s.body) stmt(b, depth + 1);
-        break;
-      }
+      case StmtKind::Pack: pack(s.as<Pack>(), pad); break;
+      case StmtKind::Tile: tile(s.as<Tile>(), pad, depth); break;
     }
+  }
+
+  void block(const Block& b, int depth) {
+    for (const Stmt& s : b) stmt(s, depth);
+  }
+
+  std::string conds(const std::vector<GuardCond>& cs) const {
+    std::string out;
+    for (size_t i = 0; i < cs.size(); ++i) out += fmt::format("{}0 <= {} < {}", i ? " && " : "", index(cs[i].index), cs[i].extent);
+    return out;
+  }
+
+  void pack(const Pack& pk, const std::string& pad) {
+    std::string window = kWindow(pk.k);
+    if (pk.side == PackSide::Rows) {
+      out += fmt::format("{}pack s{}[{} < {} in panels of {}][{}] = {}  # {} = {}, clamped below {}\n", pad, pk.scratch,
+                         k.varNames[pk.var], pk.count, pk.panel, window, expr(pk.value), k.varNames[pk.var],
+                         range(pk.base, pk.count), pk.extent);
+      return;
+    }
+    std::string padding = conds(pk.padding);
+    out += fmt::format("{}pack s{}[{}][{} < {}{}] = {}{}  # {} = {}, 0 past {}{}\n", pad, pk.scratch, window,
+                       k.varNames[pk.var], pk.count, pk.panel > 0 && pk.panel < pk.count ? fmt::format(" in panels of {}", pk.panel) : "",
+                       padding.empty() ? "" : "if " + padding + " then ", expr(pk.value), k.varNames[pk.var],
+                       range(pk.base, pk.count), pk.extent, padding.empty() ? "" : ", 0 where padded");
+  }
+
+  void tile(const Tile& t, const std::string& pad, int depth) {
+    std::string rhs = t.colScratch >= 0 ? fmt::format("s{}[{}][{}{}]", t.colScratch, k.varNames[t.k.var], offset(t.blockCol),
+                                                      k.varNames[t.colVar])
+                                        : expr(t.value.args[1]);
+    std::string lhs = t.rowScratch >= 0 ? fmt::format("s{}[{}{}][{}{}]", t.rowScratch, offset(t.blockRow), k.varNames[t.rowVar],
+                                                      k.varNames[t.k.var], t.rowPackWhole ? " of all" : "")
+                                        : expr(t.value.args[0]);
+    out += fmt::format("{}tile {}x{}: {} = {} + 0..{} (< {}), {} = {} + 0..{} (< {})\n", pad, t.rows, t.cols,
+                       k.varNames[t.rowVar], index(t.rowBase), t.rows - 1, t.rowExtent, k.varNames[t.colVar],
+                       index(t.colBase), t.cols - 1, t.colExtent);
+    std::string start;
+    const Store* partial = t.epilogue.empty() ? nullptr : t.epilogue[0].getIf<Store>();
+    if (t.k.block > 0 && partial) start = fmt::format("({} > 0 ? {} : 0) + ", index(t.k.base), access(partial->buffer, partial->index));
+    out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers\n", pad, t.acc, start, kWindow(t.k),
+                       lhs, rhs, t.rows, t.cols);
+    if (t.k.block > 0) out += fmt::format("{}  # after the last k block only; before it the partial sum is stored instead\n", pad);
+    block(t.epilogue, depth + 1);
   }
 
   // "base + " before a variable, nothing when the base is 0.
@@ -134,9 +155,9 @@ struct Printer {
   // The n values from `base`: "base + 0..n-1", or "0..n-1" from 0.
   std::string range(const IndexExpr& base, int64_t n) const { return fmt::format("{}0..{}", offset(base), n - 1); }
 
-  std::string kWindow(const Stmt& s) const {
-    if (s.kBlock == 0) return fmt::format("{} < {}", k.varNames[s.var], s.extent);
-    return fmt::format("{} in [{}, +{}) < {}", k.varNames[s.var], index(s.kBase), s.kBlock, s.extent);
+  std::string kWindow(const KWindow& w) const {
+    if (w.block == 0) return fmt::format("{} < {}", k.varNames[w.var], w.extent);
+    return fmt::format("{} in [{}, +{}) < {}", k.varNames[w.var], index(w.base), w.block, w.extent);
   }
 };
 
@@ -153,7 +174,7 @@ std::string printLoopProgram(const LoopProgram& p) {
   }
   for (const Kernel& k : p.kernels) {
     Printer pr{p, k, {}};
-    for (const Stmt& s : k.body) pr.stmt(s, 1);
+    pr.block(k.body, 1);
     std::string scratch;
     for (size_t i = 0; i < k.scratchSizes.size(); ++i) scratch += fmt::format(", scratch s{}[{}]", i, k.scratchSizes[i]);
     out += fmt::format("\nkernel {} ({}{}{})\n{}{}", k.name, dtypeName(k.computeType),
@@ -191,43 +212,60 @@ struct Verifier {
   }
 
   void expr(const Expr& e) {
-    if (e.kind == ExprKind::Load) access(e.buffer, e.index);
-    if (e.kind == ExprKind::VarValue && !e.index.empty()) index(e.index[0]);
-    else if (e.kind == ExprKind::VarValue && (e.var < 0 || e.var >= static_cast<int>(bound.size()) || !bound[e.var]))
-      fail("variable value used outside its loop");
-    if (e.kind == ExprKind::AccRead && (e.acc < 0 || e.acc >= k.numAccs)) fail(fmt::format("unknown accumulator {}", e.acc));
-    for (const Expr& a : e.args) expr(a);
+    forEachExprNode(e, [&](const Expr& n) {
+      if (n.kind == ExprKind::Load) access(n.buffer, n.index);
+      if (n.kind == ExprKind::VarValue && !n.index.empty()) index(n.index[0]);
+      else if (n.kind == ExprKind::VarValue && (n.var < 0 || n.var >= static_cast<int>(bound.size()) || !bound[n.var]))
+        fail("variable value used outside its loop");
+      if (n.kind == ExprKind::AccRead && (n.acc < 0 || n.acc >= k.numAccs)) fail(fmt::format("unknown accumulator {}", n.acc));
+    });
   }
 
+  void acc(int a) {
+    if (a < 0 || a >= k.numAccs) fail(fmt::format("unknown accumulator {}", a));
+  }
+
+  // Recurses itself rather than through the walker: which variables are bound changes with the
+  // nesting, and a tile's k is bound for its value but not for its epilogue.
   void stmt(const Stmt& s) {
-    switch (s.kind) {
-      case StmtKind::Loop:
-        if (s.var < 0 || s.var >= static_cast<int>(bound.size())) return fail("loop over an unknown variable");
-        if (bound[s.var]) fail(fmt::format("variable {} bound twice", k.varNames[s.var]));
-        if (s.extent <= 0) fail(fmt::format("loop {} has extent {}", k.varNames[s.var], s.extent));
-        bound[s.var] = true;
-        for (const Stmt& b : s.body) stmt(b);
-        bound[s.var] = false;
+    switch (s.kind()) {
+      case StmtKind::Loop: {
+        const Loop& l = s.as<Loop>();
+        if (l.var < 0 || l.var >= static_cast<int>(bound.size())) return fail("loop over an unknown variable");
+        if (bound[l.var]) fail(fmt::format("variable {} bound twice", k.varNames[l.var]));
+        if (l.extent <= 0) fail(fmt::format("loop {} has extent {}", k.varNames[l.var], l.extent));
+        bound[l.var] = true;
+        block(l.body);
+        bound[l.var] = false;
         break;
-      case StmtKind::Store:
-        access(s.buffer, s.index);
-        if (s.buffer >= 0 && s.buffer < static_cast<int>(p.buffers.size()) && p.buffers[s.buffer].kind == BufferKind::Input)
-          fail(fmt::format("store to input buffer {}", p.buffers[s.buffer].name));
-        expr(s.value);
+      }
+      case StmtKind::Store: {
+        const Store& st = s.as<Store>();
+        access(st.buffer, st.index);
+        if (st.buffer >= 0 && st.buffer < static_cast<int>(p.buffers.size()) && p.buffers[st.buffer].kind == BufferKind::Input)
+          fail(fmt::format("store to input buffer {}", p.buffers[st.buffer].name));
+        expr(st.value);
         break;
-      case StmtKind::AccInit:
+      }
+      case StmtKind::AccInit: acc(s.as<AccInit>().acc); break;
       case StmtKind::AccUpdate:
-        if (s.acc < 0 || s.acc >= k.numAccs) fail(fmt::format("unknown accumulator {}", s.acc));
-        if (s.kind == StmtKind::AccUpdate) expr(s.value);
+        acc(s.as<AccUpdate>().acc);
+        expr(s.as<AccUpdate>().value);
         break;
-      case StmtKind::Guard:
-        if (s.conds.empty()) fail("guard without conditions");
-        for (const GuardCond& c : s.conds) index(c.index);
-        for (const Stmt& b : s.body) stmt(b);
+      case StmtKind::Guard: {
+        const Guard& g = s.as<Guard>();
+        if (g.conds.empty()) fail("guard without conditions");
+        for (const GuardCond& c : g.conds) index(c.index);
+        block(g.body);
         break;
-      case StmtKind::Pack:
-      case StmtKind::Tile: block(s); break;
+      }
+      case StmtKind::Pack: pack(s.as<Pack>()); break;
+      case StmtKind::Tile: tile(s.as<Tile>()); break;
     }
+  }
+
+  void block(const Block& b) {
+    for (const Stmt& s : b) stmt(s);
   }
 
   bool freeVar(int v) {
@@ -242,63 +280,74 @@ struct Verifier {
     return true;
   }
 
-  // Pack and Tile bind the reduction variable and their row and/or column variables.
-  void block(const Stmt& s) {
-    bool tile = s.kind == StmtKind::Tile;
-    bool hasRows = tile || s.rowVar >= 0;
-    bool hasCols = tile || s.rowVar < 0;
-    const char* what = tile ? "tile" : "pack";
-    if (hasCols) index(s.colBase);
-    if (hasRows) index(s.rowBase);
-    if (s.kBlock > 0) index(s.kBase);
-    if (tile && (s.kBlock > 0 || s.rowScratch >= 0)) index(s.blockRow);
-    if (!freeVar(s.var) || (hasCols && !freeVar(s.colVar)) || (hasRows && !freeVar(s.rowVar))) return;
-    if (s.extent <= 0 || s.cols <= 0 || s.kBlock < 0 || (hasCols && s.colExtent <= 0) || (hasRows && (s.rows <= 0 || s.rowExtent <= 0)))
-      return fail(fmt::format("{} with an empty extent", what));
-    int64_t window = s.kBlock > 0 ? s.kBlock : s.extent;
-    if (!tile && hasRows && s.rows % s.cols != 0) fail("row pack whose rows are not whole panels");
-    if (!tile && !hasRows && s.rows > 0 && s.cols % s.rows != 0) fail("column pack whose columns are not whole panels");
-    if (!tile) scratchOk(s.scratch, window * (hasRows ? s.rows : s.cols), what);
-    if (tile && s.scratch >= 0) {
-      index(s.blockCol);
-      scratchOk(s.scratch, window * s.cols, what);
+  // A pack binds k and its row or column variable; its bases are read outside them.
+  void pack(const Pack& pk) {
+    bool rows = pk.side == PackSide::Rows;
+    index(pk.base);
+    if (pk.k.block > 0) index(pk.k.base);
+    if (!freeVar(pk.k.var) || !freeVar(pk.var)) return;
+    if (pk.k.extent <= 0 || pk.count <= 0 || pk.k.block < 0 || pk.extent <= 0 || (rows && pk.panel <= 0))
+      return fail("pack with an empty extent");
+    if (rows && pk.count % pk.panel != 0) fail("row pack whose rows are not whole panels");
+    if (!rows && pk.panel > 0 && pk.count % pk.panel != 0) fail("column pack whose columns are not whole panels");
+    scratchOk(pk.scratch, pk.k.length() * pk.count, "pack");
+    if (rows && !pk.padding.empty()) fail("row pack with padding conditions");
+    bound[pk.k.var] = true;
+    bound[pk.var] = true;
+    expr(pk.value);
+    for (const GuardCond& c : pk.padding) index(c.index);
+    bound[pk.k.var] = false;
+    bound[pk.var] = false;
+  }
+
+  // A tile binds k, its row and its column variable; its epilogue runs outside k.
+  void tile(const Tile& t) {
+    index(t.colBase);
+    index(t.rowBase);
+    if (t.k.block > 0) index(t.k.base);
+    if (t.k.block > 0 || t.rowScratch >= 0) index(t.blockRow);
+    if (!freeVar(t.k.var) || !freeVar(t.colVar) || !freeVar(t.rowVar)) return;
+    if (t.k.extent <= 0 || t.cols <= 0 || t.k.block < 0 || t.colExtent <= 0 || t.rows <= 0 || t.rowExtent <= 0)
+      return fail("tile with an empty extent");
+    int64_t window = t.k.length();
+    if (t.colScratch >= 0) {
+      index(t.blockCol);
+      scratchOk(t.colScratch, window * t.cols, "tile");
     }
-    if (tile && s.rowScratch >= 0) scratchOk(s.rowScratch, (s.rowPackWhole ? s.extent : window) * s.rows, what);
-    if (!tile && hasRows && !s.conds.empty()) fail("row pack with padding conditions");
-    if (tile && (s.value.kind != ExprKind::Binary || s.value.binaryOp != BinaryOp::Mul))
+    if (t.rowScratch >= 0) scratchOk(t.rowScratch, (t.rowPackWhole ? t.k.extent : window) * t.rows, "tile");
+    if (t.value.kind != ExprKind::Binary || t.value.binaryOp != BinaryOp::Mul)
       fail("tile value is not a product of a row and a column operand");
-    if (tile && (s.acc < 0 || s.acc >= k.numAccs)) fail(fmt::format("unknown accumulator {}", s.acc));
-    if (tile && s.kBlock > 0 && (s.body.empty() || s.body[0].kind != StmtKind::Store))
+    acc(t.acc);
+    if (t.k.block > 0 && (t.epilogue.empty() || !t.epilogue[0].is<Store>()))
       fail("k-blocked tile whose first epilogue statement is not the store that keeps its partial sums");
-    bound[s.var] = true;
-    if (hasCols) bound[s.colVar] = true;
-    if (hasRows) bound[s.rowVar] = true;
-    expr(s.value);
-    for (const GuardCond& c : s.conds) index(c.index);
-    bound[s.var] = false;
-    for (const Stmt& b : s.body) stmt(b);
-    if (hasCols) bound[s.colVar] = false;
-    if (hasRows) bound[s.rowVar] = false;
+    bound[t.k.var] = true;
+    bound[t.colVar] = true;
+    bound[t.rowVar] = true;
+    expr(t.value);
+    bound[t.k.var] = false;
+    block(t.epilogue);
+    bound[t.colVar] = false;
+    bound[t.rowVar] = false;
   }
 };
 
 // The runtime calls a kernel once per chunk of [0, parallelExtent), and the code generator runs
 // the top-level parallel loop over that chunk: so there is at most one parallel loop, at the top
 // level, and parallelExtent is its extent (0 without one). A loop is told to LLVM as widened or
-// as scalar, not both.
-void checkLoopMarks(const Kernel& k, const std::vector<Stmt>& stmts, bool topLevel, int64_t& found, int& count,
-                        std::vector<std::string>& problems) {
-  for (const Stmt& s : stmts) {
-    if (s.kind == StmtKind::Loop && s.vectorize && s.scalar)
-      problems.push_back(fmt::format("kernel {}: loop {} is marked both vector and scalar", k.name,
-                                     s.var >= 0 && s.var < static_cast<int>(k.varNames.size()) ? k.varNames[s.var] : "?"));
-    if (s.kind == StmtKind::Loop && s.parallel) {
-      if (!topLevel) problems.push_back(fmt::format("kernel {}: parallel loop {} below the kernel's top level", k.name,
-                                                    s.var >= 0 && s.var < static_cast<int>(k.varNames.size()) ? k.varNames[s.var] : "?"));
-      else if (++count == 1) found = s.extent;
+// as scalar, not both. Loops in a tile's epilogue are not checked here.
+void checkLoopMarks(const Kernel& k, int64_t& found, int& count, std::vector<std::string>& problems) {
+  auto name = [&](int v) { return v >= 0 && v < static_cast<int>(k.varNames.size()) ? k.varNames[v] : "?"; };
+  walkWithEnclosing(k.body, [&](const Stmt& s, const std::vector<const Stmt*>& enclosing) {
+    if (s.is<Tile>()) return WalkAction::SkipNested;
+    const Loop* l = s.getIf<Loop>();
+    if (l && l->vectorize && l->scalar)
+      problems.push_back(fmt::format("kernel {}: loop {} is marked both vector and scalar", k.name, name(l->var)));
+    if (l && l->parallel) {
+      if (!enclosing.empty()) problems.push_back(fmt::format("kernel {}: parallel loop {} below the kernel's top level", k.name, name(l->var)));
+      else if (++count == 1) found = l->extent;
     }
-    if (s.kind == StmtKind::Loop || s.kind == StmtKind::Guard) checkLoopMarks(k, s.body, false, found, count, problems);
-  }
+    return WalkAction::Advance;
+  });
 }
 
 }  // namespace
@@ -307,10 +356,10 @@ std::vector<std::string> verifyLoopProgram(const LoopProgram& p) {
   std::vector<std::string> problems;
   for (const Kernel& k : p.kernels) {
     Verifier v{p, k, problems, std::vector<bool>(k.varNames.size(), false)};
-    for (const Stmt& s : k.body) v.stmt(s);
+    v.block(k.body);
     int64_t extent = 0;
     int count = 0;
-    checkLoopMarks(k, k.body, true, extent, count, problems);
+    checkLoopMarks(k, extent, count, problems);
     if (count > 1) problems.push_back(fmt::format("kernel {}: {} parallel loops", k.name, count));
     if (k.parallelExtent != extent)
       problems.push_back(fmt::format("kernel {}: parallel over {}, but its parallel loop has extent {}", k.name, k.parallelExtent, extent));

@@ -12,6 +12,8 @@
 #include <stdexcept>
 
 #include "compiler/backend/llvm/VectorMath.h"
+#include "compiler/loops/Walk.h"
+#include "frontend/IndexAlgebra.h"
 
 namespace texc {
 
@@ -134,24 +136,27 @@ class KernelGen {
 
   // ---- statements ----------------------------------------------------------------------------
   void stmt(const Stmt& s, bool outermost) {
-    switch (s.kind) {
-      case StmtKind::Loop: loop(s, outermost && s.parallel); break;
+    switch (s.kind()) {
+      case StmtKind::Loop: loop(s.as<Loop>(), outermost && s.as<Loop>().parallel); break;
       case StmtKind::Store: {
-        llvm::Value* v = expr(s.value);
-        const loops::Buffer& buf = p_.buffers[s.buffer];
-        b_.CreateAlignedStore(toStorage(v, buf.dtype), address(s.buffer, s.index), llvm::Align(elementAlign(buf.dtype)));
+        const Store& st = s.as<Store>();
+        llvm::Value* v = expr(st.value);
+        const loops::Buffer& buf = p_.buffers[st.buffer];
+        b_.CreateAlignedStore(toStorage(v, buf.dtype), address(st.buffer, st.index), llvm::Align(elementAlign(buf.dtype)));
         break;
       }
-      case StmtKind::AccInit: b_.CreateStore(identity(s.reduce), accs_[s.acc]); break;
+      case StmtKind::AccInit: b_.CreateStore(identity(s.as<AccInit>().reduce), accs_[s.as<AccInit>().acc]); break;
       case StmtKind::AccUpdate: {
-        llvm::Value* term = expr(s.value);
-        llvm::Value* acc = b_.CreateLoad(ft_, accs_[s.acc]);
-        b_.CreateStore(combine(s.reduce, acc, term), accs_[s.acc]);
+        const AccUpdate& u = s.as<AccUpdate>();
+        llvm::Value* term = expr(u.value);
+        llvm::Value* acc = b_.CreateLoad(ft_, accs_[u.acc]);
+        b_.CreateStore(combine(u.reduce, acc, term), accs_[u.acc]);
         break;
       }
       case StmtKind::Guard: {
+        const Guard& g = s.as<Guard>();
         llvm::Value* ok = nullptr;
-        for (const loops::GuardCond& c : s.conds) {
+        for (const loops::GuardCond& c : g.conds) {
           // 0 <= i < n as one unsigned compare.
           llvm::Value* in = b_.CreateICmpULT(index(c.index), llvm::ConstantInt::get(i64_, c.extent));
           ok = ok ? b_.CreateAnd(ok, in) : in;
@@ -160,13 +165,13 @@ class KernelGen {
         auto* merge = llvm::BasicBlock::Create(ctx_, "term.end", fn_);
         b_.CreateCondBr(ok, then, merge);
         b_.SetInsertPoint(then);
-        for (const Stmt& c : s.body) stmt(c, false);
+        for (const Stmt& c : g.body) stmt(c, false);
         b_.CreateBr(merge);
         b_.SetInsertPoint(merge);
         break;
       }
-      case StmtKind::Pack: pack(s); break;
-      case StmtKind::Tile: tile(s); break;
+      case StmtKind::Pack: pack(s.as<Pack>()); break;
+      case StmtKind::Tile: tile(s.as<Tile>()); break;
     }
   }
 
@@ -191,10 +196,12 @@ class KernelGen {
     return latch;
   }
 
-  static bool holdsLoop(const std::vector<Stmt>& body) {
-    for (const Stmt& s : body)
-      if (s.kind == StmtKind::Loop || (s.kind == StmtKind::Guard && holdsLoop(s.body))) return true;
-    return false;
+  // Whether `body` holds a loop, inside guards too (a tile's epilogue is not looked into).
+  static bool holdsLoop(const Block& body) {
+    return !walk(body, [](const Stmt& s) {
+      if (s.is<Loop>()) return WalkAction::Stop;
+      return s.is<Tile>() ? WalkAction::SkipNested : WalkAction::Advance;
+    });
   }
 
   // A loop's marks, passed on to LLVM's loop vectorizer as loop metadata: `vector` on a loop
@@ -203,14 +210,14 @@ class KernelGen {
   // element per iteration, as written). A `vector` loop holding a reduction's loop (a row sum
   // over rows) gets no hint: LLVM widens inner loops only, here the reduction's. Without a
   // mark, the vectorizer decides.
-  void markLoop(llvm::BranchInst* latch, const Stmt& s) {
-    if (!(s.vectorize && !holdsLoop(s.body)) && !s.scalar) return;
+  void markLoop(llvm::BranchInst* latch, const Loop& l) {
+    if (!(l.vectorize && !holdsLoop(l.body)) && !l.scalar) return;
     auto hint = [&](const char* name, llvm::Constant* value) -> llvm::Metadata* {
       llvm::Metadata* ops[] = {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(value)};
       return llvm::MDNode::get(ctx_, ops);
     };
     std::vector<llvm::Metadata*> ops = {nullptr};
-    if (s.vectorize) {
+    if (l.vectorize) {
       ops.push_back(hint("llvm.loop.vectorize.enable", b_.getTrue()));
     } else {
       ops.push_back(hint("llvm.loop.vectorize.width", b_.getInt32(1)));
@@ -281,60 +288,55 @@ class KernelGen {
   // are; so is the tile pass's merged pixel e read as [.., e / W + a, e % W + b] over [.., W]
   // (the offset is e + a W + b); B[j, k] (A B^T) and I[.., 2 y + r, ..] are not.
   static bool unitStrideIn(const loops::Buffer& buf, const std::vector<IndexExpr>& idx, int var) {
-    int64_t constant = 0;
-    int64_t coef = 0;
-    for (const LinearTerm& t : linearOffset(buf, idx, constant)) {
-      if (t.coef == 0) continue;
-      if (t.atom->kind == IndexExpr::Kind::Var && t.atom->var == var) coef += t.coef;
-      else if (loops::usesVar(*t.atom, var)) return false;
-    }
-    return coef == 1;
+    IndexExpr flat;
+    AffineForm form = linearOffset(buf, idx, flat);
+    return !form.varInAtom(var) && form.coeffOf(var) == 1;
   }
 
   // The k window of a pack or tile: [start, end) and the length its scratch layout assumes.
-  struct KWindow {
+  struct KBounds {
     llvm::Value* start;
     llvm::Value* end;
     int64_t length;
   };
-  KWindow kWindow(const Stmt& s) {
-    if (s.kBlock == 0) return {i64(0), i64(s.extent), s.extent};
-    llvm::Value* start = index(s.kBase);
-    llvm::Value* end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(start, i64(s.kBlock)), i64(s.extent));
-    return {start, end, s.kBlock};
+  KBounds kBounds(const KWindow& w) {
+    if (w.block == 0) return {i64(0), i64(w.extent), w.extent};
+    llvm::Value* start = index(w.base);
+    llvm::Value* end = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(start, i64(w.block)), i64(w.extent));
+    return {start, end, w.block};
   }
 
   llvm::Value* scratchAt(int id, llvm::Value* element) { return b_.CreateInBoundsGEP(ft_, scratch_[id], element); }
 
-  // Column pack: scratch[(k - kBase) * cols + c] = column operand at j = colBase + c (0 past
-  // colExtent, by masked loads).
-  void pack(const Stmt& s) {
-    if (s.rowVar >= 0) return packRows(s);
-    if (s.conds.empty() && s.value.kind == ExprKind::Load && !unitStrideIn(p_.buffers[s.value.buffer], s.value.index, s.colVar))
+  // Column pack: scratch[(k - k.base) * count + c] = column operand at j = base + c (0 past
+  // extent, by masked loads).
+  void pack(const Pack& s) {
+    if (s.side == PackSide::Rows) return packRows(s);
+    if (s.padding.empty() && s.value.kind == ExprKind::Load && !unitStrideIn(p_.buffers[s.value.buffer], s.value.index, s.var))
       return packGathered(s);
     // A padded pack works on 8 lanes: its masks then stay 8 x 32 bits, one AVX2 register, and
     // LLVM does not narrow them to bytes between the compares and the masked loads.
-    const int64_t w = std::min<int64_t>(laneCount(s.rows > 0 ? std::min(s.rows, s.cols) : s.cols), s.conds.empty() ? 16 : 8);
-    llvm::Value* j0 = index(s.colBase);
-    KWindow kw = kWindow(s);
-    bool ragged = s.colExtent % s.cols != 0;
-    std::vector<llvm::Value*> masks(s.cols / w, nullptr);
-    for (int64_t v = 0; ragged && s.conds.empty() && v < s.cols / w; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
-    const int64_t panel = s.rows > 0 ? s.rows : s.cols;
-    const int64_t nvec = s.cols / w;
+    const int64_t w = std::min<int64_t>(laneCount(s.panel > 0 ? std::min(s.panel, s.count) : s.count), s.padding.empty() ? 16 : 8);
+    llvm::Value* j0 = index(s.base);
+    KBounds kw = kBounds(s.k);
+    bool ragged = s.extent % s.count != 0;
+    std::vector<llvm::Value*> masks(s.count / w, nullptr);
+    for (int64_t v = 0; ragged && s.padding.empty() && v < s.count / w; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.extent);
+    const int64_t panel = s.panel > 0 ? s.panel : s.count;
+    const int64_t nvec = s.count / w;
     // Padding that repeats along k (a convolution's r, s: every R*S terms) is computed once per
     // phase and column vector, before the k loop, into a table of masks.
     auto* maskType = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(w));
     int64_t period = 1;
-    for (const loops::GuardCond& c : s.conds) {
-      const int64_t p = kPeriod(c.index, s.var);
+    for (const loops::GuardCond& c : s.padding) {
+      const int64_t p = kPeriod(c.index, s.k.var);
       period = p > 0 && period > 0 ? std::lcm(period, p) : 0;
     }
-    const bool tabled = !s.conds.empty() && period > 0 && period <= 64 && 2 * period <= kw.length;
+    const bool tabled = !s.padding.empty() && period > 0 && period <= 64 && 2 * period <= kw.length;
     llvm::AllocaInst* table = tabled ? entryAlloca(maskType, period * nvec, "pad.masks") : nullptr;
     if (tabled) {
-      countedLoop(k_.varNames[s.var] + ".phase", i64(0), i64(period), [&](llvm::Value* q) {
-        vars_[s.var] = q;
+      countedLoop(k_.varNames[s.k.var] + ".phase", i64(0), i64(period), [&](llvm::Value* q) {
+        vars_[s.k.var] = q;
         for (int64_t v = 0; v < nvec; ++v) {
           llvm::Value* mask = paddingMask(s, b_.CreateAdd(j0, i64(v * w)), w, ragged);
           b_.CreateAlignedStore(b_.CreateSExt(mask, maskType), b_.CreateInBoundsGEP(maskType, table, b_.CreateAdd(b_.CreateMul(q, i64(nvec)), i64(v))),
@@ -342,8 +344,8 @@ class KernelGen {
         }
       });
     }
-    countedLoop(k_.varNames[s.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
-      vars_[s.var] = k;
+    countedLoop(k_.varNames[s.k.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
+      vars_[s.k.var] = k;
       llvm::Value* row = b_.CreateMul(b_.CreateSub(k, kw.start), i64(panel));
       llvm::Value* phase = tabled ? b_.CreateMul(b_.CreateURem(k, i64(period)), i64(nvec)) : nullptr;
       for (int64_t v = 0; v < nvec; ++v) {
@@ -354,59 +356,59 @@ class KernelGen {
         if (tabled) {
           llvm::Value* entry = b_.CreateAlignedLoad(maskType, b_.CreateInBoundsGEP(maskType, table, b_.CreateAdd(phase, i64(v))), llvm::Align(4 * w));
           mask = b_.CreateICmpSLT(entry, llvm::Constant::getNullValue(maskType));
-        } else if (!s.conds.empty()) {
+        } else if (!s.padding.empty()) {
           mask = paddingMask(s, j, w, ragged);
         }
-        llvm::Value* vec = columnVector(s.value, j, s.colVar, w, mask, !s.conds.empty());
+        llvm::Value* vec = columnVector(s.value, j, s.var, w, mask, !s.padding.empty());
         int64_t c = v * w;  // panel (c / panel) starts at (c / panel) * panel * L
         llvm::Value* at = b_.CreateAdd(row, i64((c / panel) * panel * kw.length + c % panel));
         b_.CreateAlignedStore(vec, scratchAt(s.scratch, at), llvm::Align(4 * w));
       }
     });
-    vars_[s.var] = vars_[s.colVar] = nullptr;
+    vars_[s.k.var] = vars_[s.var] = nullptr;
   }
 
   // A column pack whose operand is gathered (A B^T: K[j, d]), panel by panel: the P columns of a
   // panel are P rows of K, read along k, so each k step touches P rows instead of every row of
   // the block (at 512 columns, 512 rows 4 KiB apart: a TLB miss per element).
-  void packGathered(const Stmt& s) {
-    const int64_t panel = s.rows > 0 ? s.rows : s.cols;
+  void packGathered(const Pack& s) {
+    const int64_t panel = s.panel > 0 ? s.panel : s.count;
     const int64_t w = std::min<int64_t>(laneCount(panel), 16);
-    llvm::Value* j0 = index(s.colBase);
-    KWindow kw = kWindow(s);
-    const bool ragged = s.colExtent % s.cols != 0;
-    countedLoop(k_.varNames[s.colVar] + ".panel", i64(0), i64(s.cols / panel), [&](llvm::Value* t) {
+    llvm::Value* j0 = index(s.base);
+    KBounds kw = kBounds(s.k);
+    const bool ragged = s.extent % s.count != 0;
+    countedLoop(k_.varNames[s.var] + ".panel", i64(0), i64(s.count / panel), [&](llvm::Value* t) {
       llvm::Value* first = b_.CreateAdd(j0, b_.CreateMul(t, i64(panel)));
       std::vector<llvm::Value*> masks(panel / w, nullptr);
-      for (int64_t v = 0; ragged && v < panel / w; ++v) masks[v] = laneMask(b_.CreateAdd(first, i64(v * w)), w, s.colExtent);
+      for (int64_t v = 0; ragged && v < panel / w; ++v) masks[v] = laneMask(b_.CreateAdd(first, i64(v * w)), w, s.extent);
       llvm::Value* base = b_.CreateMul(t, i64(panel * kw.length));
-      countedLoop(k_.varNames[s.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
-        vars_[s.var] = k;
+      countedLoop(k_.varNames[s.k.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
+        vars_[s.k.var] = k;
         llvm::Value* row = b_.CreateAdd(base, b_.CreateMul(b_.CreateSub(k, kw.start), i64(panel)));
         for (int64_t v = 0; v < panel / w; ++v) {
-          llvm::Value* vec = gatherColumnVector(s.value, b_.CreateAdd(first, i64(v * w)), s.colVar, w, masks[v]);
+          llvm::Value* vec = gatherColumnVector(s.value, b_.CreateAdd(first, i64(v * w)), s.var, w, masks[v]);
           b_.CreateAlignedStore(vec, scratchAt(s.scratch, b_.CreateAdd(row, i64(v * w))), llvm::Align(4 * w));
         }
       });
     });
-    vars_[s.var] = vars_[s.colVar] = nullptr;
+    vars_[s.k.var] = vars_[s.var] = nullptr;
   }
 
   // The lanes j .. j+W-1 of a padded column pack whose every condition holds: a condition that
   // reads the column is evaluated lane by lane (32-bit lanes; what depends on the column only is
   // invariant in the pack's k loop and hoisted out of it), the others once for the vector.
   // With `ragged`, the lanes must also lie below the column extent.
-  llvm::Value* paddingMask(const Stmt& s, llvm::Value* j, int64_t w, bool ragged) {
+  llvm::Value* paddingMask(const Pack& s, llvm::Value* j, int64_t w, bool ragged) {
     const auto n = static_cast<unsigned>(w);
     std::vector<llvm::Constant*> steps;
     for (int64_t l = 0; l < w; ++l) steps.push_back(b_.getInt32(static_cast<uint32_t>(l)));
     llvm::Value* columns = b_.CreateAdd(b_.CreateVectorSplat(n, b_.CreateTrunc(j, b_.getInt32Ty())), llvm::ConstantVector::get(steps));
     llvm::Value* all =
-        ragged ? b_.CreateICmpSLT(columns, b_.CreateVectorSplat(n, b_.getInt32(static_cast<uint32_t>(s.colExtent)))) : nullptr;
-    for (const loops::GuardCond& c : s.conds) {
+        ragged ? b_.CreateICmpSLT(columns, b_.CreateVectorSplat(n, b_.getInt32(static_cast<uint32_t>(s.extent)))) : nullptr;
+    for (const loops::GuardCond& c : s.padding) {
       llvm::Value* in;
-      if (loops::usesVar(c.index, s.colVar)) {
-        in = b_.CreateICmpULT(laneIndex(c.index, s.colVar, columns), b_.CreateVectorSplat(n, b_.getInt32(static_cast<uint32_t>(c.extent))));
+      if (loops::usesVar(c.index, s.var)) {
+        in = b_.CreateICmpULT(laneIndex(c.index, s.var, columns), b_.CreateVectorSplat(n, b_.getInt32(static_cast<uint32_t>(c.extent))));
       } else {
         in = b_.CreateVectorSplat(n, b_.CreateICmpULT(index(c.index), i64(c.extent)));
       }
@@ -468,34 +470,34 @@ class KernelGen {
     return 0;
   }
 
-  // Row pack: scratch[(r / cols) * cols * L + (k - kBase) * cols + r % cols] = row operand at
-  // i = min(rowBase + r, rowExtent - 1), panel by panel, k by k.
-  void packRows(const Stmt& s) {
-    llvm::Value* i0 = index(s.rowBase);
-    KWindow kw = kWindow(s);
-    countedLoop(k_.varNames[s.rowVar] + ".panel", i64(0), i64(s.rows / s.cols), [&](llvm::Value* t) {
-      llvm::Value* panel = b_.CreateMul(t, i64(s.cols * kw.length));
+  // Row pack: scratch[(r / panel) * panel * L + (k - k.base) * panel + r % panel] = row operand
+  // at i = min(base + r, extent - 1), panel by panel, k by k.
+  void packRows(const Pack& s) {
+    llvm::Value* i0 = index(s.base);
+    KBounds kw = kBounds(s.k);
+    countedLoop(k_.varNames[s.var] + ".panel", i64(0), i64(s.count / s.panel), [&](llvm::Value* t) {
+      llvm::Value* panel = b_.CreateMul(t, i64(s.panel * kw.length));
       std::vector<llvm::Value*> rowIdx;
-      for (int64_t r = 0; r < s.cols; ++r)
-        rowIdx.push_back(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, b_.CreateAdd(b_.CreateMul(t, i64(s.cols)), i64(r))),
-                                                  i64(s.rowExtent - 1)));
-      countedLoop(k_.varNames[s.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
-        vars_[s.var] = k;
-        llvm::Value* at = b_.CreateAdd(panel, b_.CreateMul(b_.CreateSub(k, kw.start), i64(s.cols)));
-        for (int64_t r = 0; r < s.cols; ++r) {
-          vars_[s.rowVar] = rowIdx[r];
+      for (int64_t r = 0; r < s.panel; ++r)
+        rowIdx.push_back(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, b_.CreateAdd(b_.CreateMul(t, i64(s.panel)), i64(r))),
+                                                  i64(s.extent - 1)));
+      countedLoop(k_.varNames[s.k.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
+        vars_[s.k.var] = k;
+        llvm::Value* at = b_.CreateAdd(panel, b_.CreateMul(b_.CreateSub(k, kw.start), i64(s.panel)));
+        for (int64_t r = 0; r < s.panel; ++r) {
+          vars_[s.var] = rowIdx[r];
           b_.CreateStore(expr(s.value), scratchAt(s.scratch, b_.CreateAdd(at, i64(r))));
         }
       });
     });
-    vars_[s.var] = vars_[s.rowVar] = nullptr;
+    vars_[s.k.var] = vars_[s.var] = nullptr;
   }
 
   // tile: rows x cols accumulators, each row `cols / W` vectors, kept in registers across the k
   // loop (allocas that SROA promotes); each k broadcasts one row-operand value per row and does
   // one fused multiply-add per accumulator vector. Then the epilogue runs for every element of
   // the tile inside the extents, or (k blocks before the last) the partial sums are stored.
-  void tile(const Stmt& s) {
+  void tile(const Tile& s) {
     const int64_t w = laneCount(s.cols);
     const int64_t nvec = s.cols / w;
     auto* vt = llvm::FixedVectorType::get(ft_, static_cast<unsigned>(w));
@@ -506,7 +508,7 @@ class KernelGen {
     b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpSLT(i0, i64(s.rowExtent)), b_.CreateICmpSLT(j0, i64(s.colExtent))), inside, done);
     b_.SetInsertPoint(inside);
 
-    KWindow kw = kWindow(s);
+    KBounds kw = kBounds(s.k);
     const bool ragged = s.colExtent % s.cols != 0;
     llvm::Value* rowsIn = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i64(s.rows), b_.CreateSub(i64(s.rowExtent), i0));
     llvm::Value* colsIn = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i64(s.cols), b_.CreateSub(i64(s.colExtent), j0));
@@ -514,7 +516,7 @@ class KernelGen {
     for (int64_t v = 0; ragged && v < nvec; ++v) outMasks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
     // Partial sums of earlier k blocks live in the output elements (the first epilogue store).
     auto outputVector = [&](int64_t r, int64_t v) {
-      const Stmt& st = s.body[0];
+      const Store& st = s.epilogue[0].as<Store>();
       vars_[s.rowVar] = b_.CreateAdd(i0, i64(r));
       vars_[s.colVar] = b_.CreateAdd(j0, i64(v * w));
       return address(st.buffer, st.index);
@@ -535,12 +537,12 @@ class KernelGen {
       accs.push_back(entryAlloca(vt, 1, "c" + std::to_string(a)));
       b_.CreateStore(llvm::Constant::getNullValue(vt), accs.back());
     }
-    if (s.kBlock > 0) {
+    if (s.k.block > 0) {
       // The next tile down will start from its C rows: ask for them now, so that they come
       // from L1 then instead of stalling its first FMAs.
       llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::prefetch, {b_.getPtrTy()});
       for (int64_t r = 0; r < s.rows; ++r) {
-        const Stmt& st = s.body[0];
+        const Store& st = s.epilogue[0].as<Store>();
         vars_[s.rowVar] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, i64(s.rows + r)), i64(s.rowExtent - 1));
         for (int64_t v = 0; v < nvec; v += std::max<int64_t>(1, 16 / w)) {
           vars_[s.colVar] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(j0, i64(v * w)), i64(s.colExtent - 1));
@@ -570,20 +572,20 @@ class KernelGen {
     for (int64_t r = 0; r < s.rows; ++r)
       rowIdx.push_back(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, i64(r)), i64(s.rowExtent - 1)));
     llvm::Value* rowPanel =
-        s.rowScratch >= 0 ? b_.CreateMul(index(s.blockRow), i64(s.rowPackWhole ? s.extent : kw.length)) : nullptr;
-    llvm::Value* colPanel = s.scratch >= 0 ? b_.CreateMul(index(s.blockCol), i64(kw.length)) : nullptr;
+        s.rowScratch >= 0 ? b_.CreateMul(index(s.blockRow), i64(s.rowPackWhole ? s.k.extent : kw.length)) : nullptr;
+    llvm::Value* colPanel = s.colScratch >= 0 ? b_.CreateMul(index(s.blockCol), i64(kw.length)) : nullptr;
 
     auto kLoop = [&](bool masked) {
       std::vector<llvm::Value*> masks(nvec, nullptr);
       for (int64_t v = 0; masked && v < nvec; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
-      countedLoop(k_.varNames[s.var], kw.start, kw.end, [&](llvm::Value* k) {
-        vars_[s.var] = k;
+      countedLoop(k_.varNames[s.k.var], kw.start, kw.end, [&](llvm::Value* k) {
+        vars_[s.k.var] = k;
         llvm::Value* kIn = b_.CreateSub(k, kw.start);
         std::vector<llvm::Value*> col(nvec);
         for (int64_t v = 0; v < nvec; ++v) {
-          if (s.scratch >= 0) {
+          if (s.colScratch >= 0) {
             llvm::Value* at = b_.CreateAdd(b_.CreateAdd(colPanel, b_.CreateMul(kIn, i64(s.cols))), i64(v * w));
-            col[v] = b_.CreateAlignedLoad(vt, scratchAt(s.scratch, at), llvm::Align(4 * w));
+            col[v] = b_.CreateAlignedLoad(vt, scratchAt(s.colScratch, at), llvm::Align(4 * w));
           } else {
             col[v] = columnVector(s.value.args[1], b_.CreateAdd(j0, i64(v * w)), s.colVar, w, masks[v]);
           }
@@ -606,7 +608,7 @@ class KernelGen {
         }
       });
     };
-    if (s.scratch >= 0 || !ragged) {
+    if (s.colScratch >= 0 || !ragged) {
       kLoop(false);
     } else {
       // A panel reaching past the last column reads it with masked loads.
@@ -622,13 +624,13 @@ class KernelGen {
       b_.CreateBr(joined);
       b_.SetInsertPoint(joined);
     }
-    vars_[s.var] = nullptr;
+    vars_[s.k.var] = nullptr;
 
-    if (s.kBlock > 0) {
+    if (s.k.block > 0) {
       // Not the last k block: store the partial sums where the epilogue's store will go.
       auto* save = llvm::BasicBlock::Create(ctx_, "tile.save", fn_);
       auto* last = llvm::BasicBlock::Create(ctx_, "tile.last", fn_);
-      b_.CreateCondBr(b_.CreateICmpSLT(kw.end, i64(s.extent)), save, last);
+      b_.CreateCondBr(b_.CreateICmpSLT(kw.end, i64(s.k.extent)), save, last);
       b_.SetInsertPoint(save);
       for (int64_t r = 0; r < s.rows; ++r)
         forRowsInside(r, [&] {
@@ -658,7 +660,7 @@ class KernelGen {
           vars_[s.colVar] = b_.CreateAdd(j0, c);
           llvm::Value* v = b_.CreateLoad(ft_, b_.CreateInBoundsGEP(ft_, spill, b_.CreateAdd(b_.CreateMul(r, i64(s.cols)), c)));
           b_.CreateStore(v, accs_[s.acc]);
-          for (const Stmt& e : s.body) stmt(e, false);
+          for (const Stmt& e : s.epilogue) stmt(e, false);
         });
       });
     };
@@ -687,17 +689,17 @@ class KernelGen {
   }
 
   // for (v = start; v < end; ++v) with start/end constants, or [lo, hi) for the parallel loop.
-  void loop(const Stmt& s, bool usesChunk) {
+  void loop(const Loop& l, bool usesChunk) {
     llvm::Value* start = usesChunk ? lo_ : llvm::ConstantInt::get(i64_, 0);
-    llvm::Value* end = usesChunk ? hi_ : llvm::ConstantInt::get(i64_, s.extent);
-    varExtents_[s.var] = s.extent;
-    llvm::BranchInst* latch = countedLoop(k_.varNames[s.var], start, end, [&](llvm::Value* iv) {
-      vars_[s.var] = iv;
-      for (const Stmt& c : s.body) stmt(c, false);
-      vars_[s.var] = nullptr;
+    llvm::Value* end = usesChunk ? hi_ : llvm::ConstantInt::get(i64_, l.extent);
+    varExtents_[l.var] = l.extent;
+    llvm::BranchInst* latch = countedLoop(k_.varNames[l.var], start, end, [&](llvm::Value* iv) {
+      vars_[l.var] = iv;
+      for (const Stmt& c : l.body) stmt(c, false);
+      vars_[l.var] = nullptr;
     });
-    varExtents_[s.var] = 0;
-    markLoop(latch, s);
+    varExtents_[l.var] = 0;
+    markLoop(latch, l);
   }
 
   // ---- values --------------------------------------------------------------------------------
@@ -750,85 +752,67 @@ class KernelGen {
     return nullptr;
   }
 
-  // An index as constant + sum of coefficient x atom. Atoms are loop variables and the divisions
-  // and remainders the linear form does not look inside (anything else is linear).
-  struct LinearTerm {
-    const IndexExpr* atom;
-    int64_t coef;
-  };
-  static void linearize(const IndexExpr& ix, int64_t scale, std::vector<LinearTerm>& terms, int64_t& constant) {
-    switch (ix.kind) {
-      case IndexExpr::Kind::Const: constant += scale * ix.constant; return;
-      case IndexExpr::Kind::Add:
-        linearize(ix.ops[0], scale, terms, constant);
-        linearize(ix.ops[1], scale, terms, constant);
-        return;
-      case IndexExpr::Kind::Sub:
-        linearize(ix.ops[0], scale, terms, constant);
-        linearize(ix.ops[1], -scale, terms, constant);
-        return;
-      case IndexExpr::Kind::Mul: linearize(ix.ops[0], scale * ix.constant, terms, constant); return;
-      case IndexExpr::Kind::Var:
-      case IndexExpr::Kind::FloorDiv:
-      case IndexExpr::Kind::Mod:
-        for (LinearTerm& t : terms)
-          if (loops::sameIndex(*t.atom, ix)) {
-            t.coef += scale;
-            return;
-          }
-        terms.push_back({&ix, scale});
-        return;
-    }
-  }
-
-  // The flat element offset of buffer[idx], as a linear form in which every pair
-  // d*c*(e / d) + c*(e % d) has become c*e (floor division makes that exact). The tile pass
-  // indexes an image by its pixel p as [p / W + r - 1, p % W + s - 1]: the offset is then
-  // p + (r - 1) * W + s - 1, plainly linear in p, and neighbouring vectors of a pack share
-  // one base instead of each computing its own division.
-  static std::vector<LinearTerm> linearOffset(const loops::Buffer& buf, const std::vector<IndexExpr>& idx, int64_t& constant) {
-    std::vector<LinearTerm> terms;
-    constant = 0;
+  // The flat element offset of buffer[idx] in affine form (frontend/IndexAlgebra.h), in which
+  // every pair d*c*(e / d) + c*(e % d) has become c*e (floor division makes that exact). The tile
+  // pass indexes an image by its pixel p as [p / W + r - 1, p % W + s - 1]: the offset is then
+  // p + (r - 1) * W + s - 1, plainly linear in p, and neighbouring vectors of a pack share one
+  // base instead of each computing its own division. The form's atoms point into `offset`, the
+  // offset as an index expression: sum(stride * idx[d]), last dimension first, with each merged
+  // pair's c*e added and the pair subtracted, so that the terms keep the order in which they
+  // first appear.
+  static AffineForm linearOffset(const loops::Buffer& buf, const std::vector<IndexExpr>& idx, IndexExpr& offset) {
+    offset = IndexExpr::makeConst(0);
     int64_t stride = 1;
     for (size_t d = idx.size(); d-- > 0;) {
-      linearize(idx[d], stride, terms, constant);
+      offset = node(IndexExpr::Kind::Add, 0, {std::move(offset), node(IndexExpr::Kind::Mul, stride, {idx[d]})});
       stride *= buf.shape[d];
     }
-    for (bool merged = true; merged;) {
-      merged = false;
-      for (size_t q = 0; q < terms.size() && !merged; ++q) {
-        const IndexExpr& div = *terms[q].atom;
-        if (div.kind != IndexExpr::Kind::FloorDiv || div.constant <= 0 || terms[q].coef == 0) continue;
-        for (size_t m = 0; m < terms.size(); ++m) {
-          const IndexExpr& mod = *terms[m].atom;
-          if (mod.kind != IndexExpr::Kind::Mod || mod.constant != div.constant || terms[m].coef == 0 ||
-              terms[q].coef != terms[m].coef * div.constant || !loops::sameIndex(mod.ops[0], div.ops[0]))
-            continue;
-          const int64_t c = terms[m].coef;
-          terms[q].coef = terms[m].coef = 0;
-          linearize(div.ops[0], c, terms, constant);
-          merged = true;
+    for (;;) {
+      AffineForm form = affineForm(offset);
+      const AffineTerm* div = nullptr;
+      const AffineTerm* mod = nullptr;
+      for (const AffineTerm& q : form.terms) {
+        if (!q.atom || q.atom->kind != IndexExpr::Kind::FloorDiv || q.atom->constant <= 0) continue;
+        for (const AffineTerm& m : form.terms)
+          if (m.atom && m.atom->kind == IndexExpr::Kind::Mod && m.atom->constant == q.atom->constant &&
+              q.coeff == m.coeff * q.atom->constant && equal(m.atom->ops[0], q.atom->ops[0])) {
+            mod = &m;
+            break;
+          }
+        if (mod) {
+          div = &q;
           break;
         }
       }
+      if (!div) return form;
+      IndexExpr gained = node(IndexExpr::Kind::Mul, mod->coeff, {div->atom->ops[0]});
+      IndexExpr lost = node(IndexExpr::Kind::Add, 0,
+                            {node(IndexExpr::Kind::Mul, div->coeff, {*div->atom}), node(IndexExpr::Kind::Mul, mod->coeff, {*mod->atom})});
+      offset = node(IndexExpr::Kind::Sub, 0, {node(IndexExpr::Kind::Add, 0, {std::move(offset), std::move(gained)}), std::move(lost)});
     }
-    return terms;
+  }
+
+  static IndexExpr node(IndexExpr::Kind kind, int64_t constant, std::vector<IndexExpr> ops) {
+    IndexExpr e;
+    e.kind = kind;
+    e.constant = constant;
+    e.ops = std::move(ops);
+    return e;
   }
 
   // The address of buffer[idx]: its linear form, term by term.
   llvm::Value* address(int buffer, const std::vector<IndexExpr>& idx, bool inBounds = true) {
     const loops::Buffer& buf = p_.buffers[buffer];
-    int64_t constant = 0;
-    std::vector<LinearTerm> terms = linearOffset(buf, idx, constant);
+    IndexExpr flat;
+    AffineForm form = linearOffset(buf, idx, flat);
     llvm::Value* offset = nullptr;
-    for (const LinearTerm& t : terms) {
-      if (t.coef == 0) continue;
-      llvm::Value* term = index(*t.atom);
-      if (t.coef != 1) term = b_.CreateMul(term, i64(t.coef), "", false, true);
+    for (const AffineTerm& t : form.terms) {
+      llvm::Value* term = t.atom ? index(*t.atom) : vars_[t.var];
+      if (t.coeff != 1) term = b_.CreateMul(term, i64(t.coeff), "", false, true);
       offset = offset ? b_.CreateAdd(offset, term, "", false, true) : term;
     }
-    if (!offset) offset = i64(constant);
-    else if (constant != 0) offset = b_.CreateAdd(offset, i64(constant), "", false, true);
+    if (!offset) offset = i64(form.constant);
+    else if (form.constant != 0) offset = b_.CreateAdd(offset, i64(form.constant), "", false, true);
     if (!inBounds) return b_.CreateGEP(storageType(ctx_, buf.dtype), buffers_[buffer], offset);
     return b_.CreateInBoundsGEP(storageType(ctx_, buf.dtype), buffers_[buffer], offset);
   }

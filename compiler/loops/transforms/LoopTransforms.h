@@ -10,10 +10,9 @@
 // has the rules and the schedule-file syntax that applies them (pass schedule-loops).
 //
 // register_block turns a contraction's two output loops into loops over register tiles (a Tile
-// statement, as the tile pass makes), and pack adds Pack statements for such a tile. No other
-// transformation touches a kernel holding pack or tile statements (from the tile pass or from
-// register_block): those statements name their loops' variables in ways the transformations do
-// not rewrite.
+// statement, as the tile pass makes), and pack adds Pack statements for such a tile. The other
+// transformations apply to the loops around pack and tile statements too (the block loops the
+// tile pass makes), within the rule of nest::checkTransformable.
 #pragma once
 
 #include <cstdint>
@@ -95,44 +94,51 @@ std::string packOperand(Kernel& k, PackedOperand operand, const std::string& atL
 Stmt columnPack(const Stmt& tile, int scratch, IndexExpr colBase, int64_t cols, int64_t panel);
 Stmt rowPack(const Stmt& tile, int scratch, IndexExpr rowBase, int64_t rows, bool allOfK);
 
-// Shared by the transformations (LoopNest.cpp).
+// Shared by the transformations (LoopNest.cpp). Substituting, counting and searching
+// statements are the core's: Substitute.h and Walk.h.
 namespace nest {
 
 // The loop statement over the variable printed as `name`, or an error: no such loop, or several.
+// Loops inside a tile's epilogue are not found (the tile binds their surroundings).
 struct Found {
-  Stmt* loop = nullptr;
-  std::vector<Stmt>* parent = nullptr;  // the statement list holding it
-  size_t position = 0;                  // its index in *parent
-  bool topLevel = false;                // parent is the kernel's body
+  Stmt* stmt = nullptr;   // the statement, a Loop
+  Loop* loop = nullptr;   // the same, as its kind
+  Block* parent = nullptr;  // the statement list holding it
+  size_t position = 0;      // its index in *parent
+  bool topLevel = false;    // parent is the kernel's body
   std::string error;
 };
 Found findLoop(Kernel& k, const std::string& name);
 
-// "" when the kernel may be transformed; otherwise why not (it holds pack or tile statements).
-std::string checkTransformable(const Kernel& k);
+// "" when `loop` may be transformed; otherwise why not. The rule for kernels holding pack and
+// tile statements (from the tile pass or register_block): their loops are transformed like any
+// other's, since substitute rewrites those statements' bases and every transformation keeps the
+// order of the statements within one iteration (a pack still runs before the tiles it feeds).
+// What stays illegal, and who refuses it:
+//   - a loop over a variable a tile or pack binds (the statement runs that variable itself):
+//     here; a loop inside a tile's epilogue (it runs per element of the tile): findLoop does not
+//     find it;
+//   - moving a loop across a pack it feeds: a reordered nest is perfect, so packs lie only in
+//     its innermost body and move with the tiles that read them; the scratch such a pack fills
+//     must not be read after the nest (which iteration runs last changes): reorderLoops;
+//   - iterations that write the same tile, for parallel and reorder: a store in a tile's epilogue
+//     writes an element that depends on the variables of the tile's bases (writesWith);
+//   - a vector mark on a loop holding a pack or tile (the tile is vector code itself):
+//     vectorizeLoop;
+//   - register_block on a kernel already tiled, pack anywhere but around the kernel's one tile:
+//     their own checks.
+std::string checkTransformable(const Kernel& k, const Loop& loop);
 
-// Replaces every use of variable `var` in `stmts` (indices, guard conditions, values) by `by`.
-void substitute(std::vector<Stmt>& stmts, int var, const IndexExpr& by);
-
-// c * v + u as an index expression (a bare v when c == 1 and u == 0).
-IndexExpr affine(int64_t c, int v, int64_t u);
-
-// Whether `stmts` use variable `var` anywhere (and, for an index, loops::usesVar).
-bool usesVar(const std::vector<Stmt>& stmts, int var);
-using loops::usesVar;
-
-// Whether `stmts` hold a store, at any depth.
-bool holdsStore(const std::vector<Stmt>& stmts);
-
-// Statements in `stmts`, counted recursively (to bound what unrolling may copy).
-int64_t countStmts(const std::vector<Stmt>& stmts);
-
+// Whether the element `store` writes depends on loop variable `var`: its index reads `var`, or,
+// for a store in a tile's epilogue (`enclosing` holds the statements around it), reads the
+// tile's row (column) variable while the tile's row (column) base reads `var`.
+bool writesWith(const Store& store, const std::vector<const Stmt*>& enclosing, int var);
 
 // Why `loop` (a top-level loop of `k`) cannot be the parallel loop, or "": a store outside it
 // (every thread's call would run it), an accumulator carried across its iterations (updated
 // inside, set outside), or a store inside it whose index does not use its variable (two threads
 // would write the same element).
-std::string parallelProblem(const Kernel& k, const Stmt& loop);
+std::string parallelProblem(const Kernel& k, const Loop& loop);
 
 // Adds a variable named `name` (made unique with a numeric suffix if taken); returns its id.
 int addVar(Kernel& k, const std::string& name);

@@ -3,44 +3,45 @@
 // with columnPack and rowPack too.
 #include <fmt/format.h>
 
-#include <map>
+#include <algorithm>
 
+#include "compiler/loops/Substitute.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
 
-Stmt columnPack(const Stmt& tile, int scratch, IndexExpr colBase, int64_t cols, int64_t panel) {
-  Stmt pack;
-  pack.kind = StmtKind::Pack;
-  pack.var = tile.var;
-  pack.extent = tile.extent;
-  pack.kBlock = tile.kBlock;
-  pack.kBase = tile.kBase;
+Stmt columnPack(const Stmt& tileStmt, int scratch, IndexExpr colBase, int64_t cols, int64_t panel) {
+  const Tile& tile = tileStmt.as<Tile>();
+  Pack pack;
+  pack.side = PackSide::Columns;
+  pack.k = tile.k;
   pack.scratch = scratch;
-  pack.colVar = tile.colVar;
-  pack.colBase = std::move(colBase);
-  pack.cols = cols;
-  pack.rows = panel;
-  pack.colExtent = tile.colExtent;
+  pack.var = tile.colVar;
+  pack.base = std::move(colBase);
+  pack.count = cols;
+  pack.panel = panel;
+  pack.extent = tile.colExtent;
   pack.value = tile.value.args[1];
   return pack;
 }
 
-Stmt rowPack(const Stmt& tile, int scratch, IndexExpr rowBase, int64_t rows, bool allOfK) {
-  Stmt pack;
-  pack.kind = StmtKind::Pack;
-  pack.var = tile.var;
-  pack.extent = tile.extent;
+Stmt rowPack(const Stmt& tileStmt, int scratch, IndexExpr rowBase, int64_t rows, bool allOfK) {
+  const Tile& tile = tileStmt.as<Tile>();
+  Pack pack;
+  pack.side = PackSide::Rows;
+  pack.k.var = tile.k.var;
+  pack.k.extent = tile.k.extent;
   if (!allOfK) {
-    pack.kBlock = tile.kBlock;
-    pack.kBase = tile.kBase;
+    pack.k.block = tile.k.block;
+    pack.k.base = tile.k.base;
   }
   pack.scratch = scratch;
-  pack.rowVar = tile.rowVar;
-  pack.rowBase = std::move(rowBase);
-  pack.rows = rows;
-  pack.cols = tile.rows;
-  pack.rowExtent = tile.rowExtent;
+  pack.var = tile.rowVar;
+  pack.base = std::move(rowBase);
+  pack.count = rows;
+  pack.panel = tile.rows;
+  pack.extent = tile.rowExtent;
   pack.value = tile.value.args[0];
   return pack;
 }
@@ -50,47 +51,29 @@ namespace {
 // A packed block may be this large; beyond the stack's share, code generation puts it on the heap.
 constexpr int64_t kMaxPackBytes = int64_t{256} << 20;
 
-// The statements from the kernel's top down to its Tile (loops and guards), and how many tiles it holds.
+// The kernel's Tile and the statements above it (loops and guards), and how many tiles it holds.
 struct TilePath {
   std::vector<Stmt*> path;  // enclosing statements, outermost first
   Stmt* tile = nullptr;
   int tiles = 0;
 };
 
-void findTile(std::vector<Stmt>& stmts, std::vector<Stmt*>& path, TilePath& out) {
-  for (Stmt& s : stmts) {
-    if (s.kind == StmtKind::Tile) {
-      if (++out.tiles == 1) {
-        out.tile = &s;
-        out.path = path;
-      }
-    } else if (s.kind == StmtKind::Loop || s.kind == StmtKind::Guard) {
-      path.push_back(&s);
-      findTile(s.body, path, out);
-      path.pop_back();
+TilePath findTile(Block& body) {
+  TilePath out;
+  walkWithEnclosing(body, [&](Stmt& s, const std::vector<Stmt*>& enclosing) {
+    if (!s.is<Tile>()) return WalkAction::Advance;
+    if (++out.tiles == 1) {
+      out.tile = &s;
+      out.path = enclosing;
     }
-  }
-}
-
-// `ix` as constant + sum(coef * var), when it is that simple.
-bool affineTerms(const IndexExpr& ix, int64_t scale, std::map<int, int64_t>& coef, int64_t& constant) {
-  switch (ix.kind) {
-    case IndexExpr::Kind::Const: constant += scale * ix.constant; return true;
-    case IndexExpr::Kind::Var: coef[ix.var] += scale; return true;
-    case IndexExpr::Kind::Add:
-      return affineTerms(ix.ops[0], scale, coef, constant) && affineTerms(ix.ops[1], scale, coef, constant);
-    case IndexExpr::Kind::Sub:
-      return affineTerms(ix.ops[0], scale, coef, constant) && affineTerms(ix.ops[1], -scale, coef, constant);
-    case IndexExpr::Kind::Mul: return affineTerms(ix.ops[0], scale * ix.constant, coef, constant);
-    case IndexExpr::Kind::FloorDiv:
-    case IndexExpr::Kind::Mod: return false;
-  }
-  return false;
+    return WalkAction::SkipNested;
+  });
+  return out;
 }
 
 // The block of one operand a pack at a given place copies: where it starts, how many rows (or
 // columns) it spans, and the tile's first row (column) inside it.
-struct Block {
+struct PackedBlock {
   IndexExpr base;
   int64_t span = 0;
   IndexExpr inBlock;  // Const 0 when the block is one tile's
@@ -100,16 +83,17 @@ struct Block {
 // The tile's base (rowBase or colBase) is affine in loop variables; those of `inner` loops
 // (below the pack) vary over the block. A block is one tile (no inner variable), or the tiles
 // of one inner loop whose variable steps the base by exactly one tile (`width`).
-Block blockOf(const Kernel& k, const IndexExpr& tileBase, int64_t width, const std::vector<const Stmt*>& inner,
-              const char* what) {
-  Block b;
-  std::map<int, int64_t> coef;
-  int64_t constant = 0;
-  if (!affineTerms(tileBase, 1, coef, constant)) {
+PackedBlock blockOf(const Kernel& k, const IndexExpr& tileBase, int64_t width, const std::vector<const Loop*>& inner,
+                    const char* what) {
+  PackedBlock b;
+  AffineForm form = affineForm(tileBase);
+  if (!form.isAffine() || form.overflow) {
     b.error = fmt::format("the tile's first {} is not affine in its loops", what);
     return b;
   }
-  const Stmt* stepping = nullptr;
+  // The base keeps the outer terms in the order of their variables.
+  std::sort(form.terms.begin(), form.terms.end(), [](const AffineTerm& x, const AffineTerm& y) { return x.var < y.var; });
+  const Loop* stepping = nullptr;
   IndexExpr base;  // the outer terms, then the constant
   bool empty = true;
   auto add = [&](IndexExpr term) {
@@ -124,26 +108,25 @@ Block blockOf(const Kernel& k, const IndexExpr& tileBase, int64_t width, const s
     sum.ops.push_back(std::move(term));
     base = std::move(sum);
   };
-  for (const auto& [var, c] : coef) {
-    if (c == 0) continue;
-    const Stmt* loop = nullptr;
-    for (const Stmt* l : inner)
-      if (l->var == var) loop = l;
+  for (const AffineTerm& term : form.terms) {
+    const Loop* loop = nullptr;
+    for (const Loop* l : inner)
+      if (l->var == term.var) loop = l;
     if (!loop) {
-      add(nest::affine(c, var, 0));
+      add(affineIndex(term.coeff, term.var, 0));
       continue;
     }
-    if (stepping || c != width) {
-      b.error = fmt::format("inside the pack's loop the tile's {}s move by {} x {}, not by whole tiles of one loop", what, c,
-                            k.varNames[var]);
+    if (stepping || term.coeff != width) {
+      b.error = fmt::format("inside the pack's loop the tile's {}s move by {} x {}, not by whole tiles of one loop", what,
+                            term.coeff, k.varNames[term.var]);
       return b;
     }
     stepping = loop;
   }
-  if (constant != 0 || empty) add(IndexExpr::makeConst(constant));
+  if (form.constant != 0 || empty) add(IndexExpr::makeConst(form.constant));
   b.base = std::move(base);
   b.span = stepping ? width * stepping->extent : width;
-  b.inBlock = stepping ? nest::affine(width, stepping->var, 0) : IndexExpr::makeConst(0);
+  b.inBlock = stepping ? affineIndex(width, stepping->var, 0) : IndexExpr::makeConst(0);
   return b;
 }
 
@@ -151,29 +134,27 @@ Block blockOf(const Kernel& k, const IndexExpr& tileBase, int64_t width, const s
 
 std::string packOperand(Kernel& k, PackedOperand operand, const std::string& atLoop) {
   const char* name = operand == PackedOperand::A ? "A" : "B";
-  TilePath t;
-  std::vector<Stmt*> path;
-  findTile(k.body, path, t);
+  TilePath t = findTile(k.body);
   if (t.tiles == 0) return "the kernel has no register tile to pack for: apply register_block first";
   if (t.tiles > 1) return fmt::format("the kernel has {} register tiles; pack applies to a kernel with one", t.tiles);
-  Stmt& tile = *t.tile;
-  if (tile.kBlock > 0) return "the tile sums over k blocks (the tile pass's kc); its packs are the tile pass's";
-  if ((operand == PackedOperand::A ? tile.rowScratch : tile.scratch) >= 0) return fmt::format("{} is already packed", name);
+  Tile& tile = t.tile->as<Tile>();
+  if (tile.k.block > 0) return "the tile sums over k blocks (the tile pass's kc); its packs are the tile pass's";
+  if ((operand == PackedOperand::A ? tile.rowScratch : tile.colScratch) >= 0) return fmt::format("{} is already packed", name);
 
   // Where the pack goes: first in the body of `atLoop`, or before the whole nest.
   size_t at = 0;  // statements of `path` above the pack
   if (!atLoop.empty()) {
     nest::Found f = nest::findLoop(k, atLoop);
     if (!f.error.empty()) return f.error;
-    while (at < t.path.size() && t.path[at] != f.loop) ++at;
+    while (at < t.path.size() && t.path[at] != f.stmt) ++at;
     if (at == t.path.size()) return fmt::format("loop {} does not enclose the register tile", atLoop);
     ++at;
   }
-  std::vector<const Stmt*> inner;
+  std::vector<const Loop*> inner;
   for (size_t d = at; d < t.path.size(); ++d) {
     // A guard below the pack would let it read where the guarded statements never do.
-    if (t.path[d]->kind == StmtKind::Guard) return "a guard lies between the pack and the tile; pack inside it";
-    inner.push_back(t.path[d]);
+    if (t.path[d]->is<Guard>()) return "a guard lies between the pack and the tile; pack inside it";
+    inner.push_back(&t.path[d]->as<Loop>());
   }
 
   const bool rows = operand == PackedOperand::A;
@@ -181,31 +162,31 @@ std::string packOperand(Kernel& k, PackedOperand operand, const std::string& atL
   // variable that changes below it (a batch loop inside), other than through the tile's rows or
   // columns.
   const Expr& value = tile.value.args[rows ? 0 : 1];
-  for (const Stmt* l : inner)
+  for (const Loop* l : inner)
     if (loadUses(value, l->var))
       return fmt::format("{} reads {}, whose loop lies between the pack and the tile: pack inside loop {}", name,
                          k.varNames[l->var], k.varNames[l->var]);
-  Block b = rows ? blockOf(k, tile.rowBase, tile.rows, inner, "row") : blockOf(k, tile.colBase, tile.cols, inner, "column");
+  PackedBlock b = rows ? blockOf(k, tile.rowBase, tile.rows, inner, "row") : blockOf(k, tile.colBase, tile.cols, inner, "column");
   if (!b.error.empty()) return b.error;
-  const int64_t elements = b.span * tile.extent;
+  const int64_t elements = b.span * tile.k.extent;
   if (elements * 4 > kMaxPackBytes)
-    return fmt::format("the packed block ({} x {} floats, {} MiB) would exceed {} MiB", tile.extent, b.span,
+    return fmt::format("the packed block ({} x {} floats, {} MiB) would exceed {} MiB", tile.k.extent, b.span,
                        elements * 4 >> 20, kMaxPackBytes >> 20);
   k.scratchSizes.push_back(elements);
   const int scratch = static_cast<int>(k.scratchSizes.size()) - 1;
   Stmt pack;
   if (rows) {
     // A block of several tiles is laid out panel by panel (mr rows each); one tile's is one panel.
-    pack = rowPack(tile, scratch, b.base, b.span, /*allOfK=*/false);
+    pack = rowPack(*t.tile, scratch, b.base, b.span, /*allOfK=*/false);
     tile.rowScratch = scratch;
     tile.blockRow = b.inBlock;
   } else {
-    pack = columnPack(tile, scratch, b.base, b.span, b.span == tile.cols ? 0 : tile.cols);
-    tile.scratch = scratch;
+    pack = columnPack(*t.tile, scratch, b.base, b.span, b.span == tile.cols ? 0 : tile.cols);
+    tile.colScratch = scratch;
     tile.blockCol = b.inBlock;
   }
   // Pointers into the kernel are not used past this insertion.
-  std::vector<Stmt>& body = at == 0 ? k.body : t.path[at - 1]->body;
+  Block& body = at == 0 ? k.body : t.path[at - 1]->as<Loop>().body;
   size_t position = 0;
   if (at == 0 && !t.path.empty())
     while (position < body.size() && &body[position] != t.path.front()) ++position;

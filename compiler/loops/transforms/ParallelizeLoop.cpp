@@ -3,23 +3,22 @@
 // [lo, hi) it is called with, so the mark is legal only there, on one loop.
 #include <fmt/format.h>
 
+#include "compiler/loops/Walk.h"
 #include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
 
 namespace {
 
-void clearParallel(std::vector<Stmt>& stmts) {
-  for (Stmt& s : stmts) {
-    s.parallel = false;
-    clearParallel(s.body);
-  }
+void clearParallel(Block& body) {
+  forEachStmt(body, [](Stmt& s) {
+    if (auto* l = s.getIf<Loop>()) l->parallel = false;
+  });
 }
 
 }  // namespace
 
 std::string parallelizeLoop(Kernel& k, const std::string& var) {
-  if (std::string why = nest::checkTransformable(k); !why.empty()) return why;
   if (var.empty()) {
     clearParallel(k.body);
     nest::refreshParallelExtent(k);
@@ -27,11 +26,12 @@ std::string parallelizeLoop(Kernel& k, const std::string& var) {
   }
   nest::Found f = nest::findLoop(k, var);
   if (!f.error.empty()) return f.error;
+  if (std::string why = nest::checkTransformable(k, *f.loop); !why.empty()) return why;
   if (!f.topLevel)
     return "only a loop at the kernel's top level can be parallel (the runtime calls the kernel once per chunk of "
            "that loop); reorder it outermost first";
   if (std::string why = nest::parallelProblem(k, *f.loop); !why.empty()) return why;
-  Stmt* loop = f.loop;
+  Loop* loop = f.loop;
   clearParallel(k.body);
   loop->parallel = true;
   nest::refreshParallelExtent(k);

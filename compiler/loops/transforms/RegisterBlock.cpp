@@ -3,15 +3,16 @@
 // reduction (LoopTransforms.h). The tile pass builds its tiles with registerTile too.
 #include <fmt/format.h>
 
+#include "compiler/loops/Substitute.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
 
 Stmt registerTile(const Contraction& c, int64_t mr, int64_t nr) {
-  Stmt tile;
-  tile.kind = StmtKind::Tile;
-  tile.var = c.k;
-  tile.extent = c.K;
+  Tile tile;
+  tile.k.var = c.k;
+  tile.k.extent = c.K;
   tile.rowVar = c.i;
   tile.colVar = c.j;
   tile.rows = mr;
@@ -22,13 +23,18 @@ Stmt registerTile(const Contraction& c, int64_t mr, int64_t nr) {
   tile.value.kind = ExprKind::Binary;
   tile.value.binaryOp = BinaryOp::Mul;
   tile.value.args = {c.rowOperand, c.colOperand};
-  tile.body.push_back(c.store);
+  tile.epilogue.push_back(c.store);
   return tile;
 }
 
 std::string registerBlock(const LoopProgram& p, Kernel& k, const std::string& rowName, const std::string& colName, int64_t mr,
                           int64_t nr) {
-  if (std::string why = nest::checkTransformable(k); !why.empty()) return why;
+  // A tiled kernel's contraction is a tile already, and pack works on a kernel with one tile.
+  if (anyStmt(k.body, [](const Stmt& s) { return s.is<Pack>() || s.is<Tile>(); }))
+    return fmt::format("kernel {} holds register tiles already (pack and tile statements, from the tile pass or "
+                       "register_block); register_block applies to an untiled kernel: add 'tile = off' to the schedule "
+                       "(or pass --no-tile)",
+                       k.name);
   if (mr < 1 || mr > kMaxTileRows) return fmt::format("the tile's rows must be 1..{}, got {}", kMaxTileRows, mr);
   if (nr < 1 || nr > kMaxTileColumns) return fmt::format("the tile's columns must be 1..{}, got {}", kMaxTileColumns, nr);
   if (k.computeType != DType::F32)
@@ -40,25 +46,24 @@ std::string registerBlock(const LoopProgram& p, Kernel& k, const std::string& ro
   if (row.loop == col.loop) return "the row and the column loop must be two different loops";
   // The two loops must be directly nested, in either order: the outer one's body is exactly the
   // inner one.
-  const bool rowOuter = row.loop->body.size() == 1 && &row.loop->body[0] == col.loop;
-  const bool colOuter = col.loop->body.size() == 1 && &col.loop->body[0] == row.loop;
+  const bool rowOuter = row.loop->body.size() == 1 && &row.loop->body[0] == col.stmt;
+  const bool colOuter = col.loop->body.size() == 1 && &col.loop->body[0] == row.stmt;
   if (!rowOuter && !colOuter)
     return fmt::format("loops {} and {} are not directly nested (the outer one's body must be exactly the inner one)", rowName,
                        colName);
-  Stmt& outer = rowOuter ? *row.loop : *col.loop;
-  const Stmt& inner = outer.body[0];
+  Loop& outer = rowOuter ? *row.loop : *col.loop;
+  const Loop& inner = outer.body[0].as<Loop>();
 
   // Match the nest as row loop around column loop, whatever its order.
-  Stmt probe;
-  probe.kind = StmtKind::Loop;
-  probe.var = row.loop->var;
-  probe.extent = row.loop->extent;
-  Stmt probeInner;
-  probeInner.kind = StmtKind::Loop;
+  Loop probeInner;
   probeInner.var = col.loop->var;
   probeInner.extent = col.loop->extent;
   probeInner.body = inner.body;
-  probe.body.push_back(std::move(probeInner));
+  Loop probeOuter;
+  probeOuter.var = row.loop->var;
+  probeOuter.extent = row.loop->extent;
+  probeOuter.body.push_back(std::move(probeInner));
+  Stmt probe = std::move(probeOuter);
   Contraction c;
   if (!matchContraction(p, probe, c))
     return fmt::format("the body of loops {} and {} is not a contraction 'acc = 0; for k {{ acc += A * B }}; store', A (f32) not "
@@ -67,18 +72,18 @@ std::string registerBlock(const LoopProgram& p, Kernel& k, const std::string& ro
 
   const int rowTiles = nest::addVar(k, rowName + "_t");
   const int colTiles = nest::addVar(k, colName + "_t");
-  Stmt tile = registerTile(c, mr, nr);
-  tile.rowBase = nest::affine(mr, rowTiles, 0);
-  tile.colBase = nest::affine(nr, colTiles, 0);
+  Stmt tileStmt = registerTile(c, mr, nr);
+  Tile& tile = tileStmt.as<Tile>();
+  tile.rowBase = affineIndex(mr, rowTiles, 0);
+  tile.colBase = affineIndex(nr, colTiles, 0);
 
   // The tile loops keep the nest's order; the outer one keeps its parallel mark. The vector
   // mark goes: the tile is vector code itself.
   const int64_t rowCount = (c.M + mr - 1) / mr, colCount = (c.N + nr - 1) / nr;
-  Stmt innerTiles;
-  innerTiles.kind = StmtKind::Loop;
+  Loop innerTiles;
   innerTiles.var = rowOuter ? colTiles : rowTiles;
   innerTiles.extent = rowOuter ? colCount : rowCount;
-  innerTiles.body.push_back(std::move(tile));
+  innerTiles.body.push_back(std::move(tileStmt));
   outer.var = rowOuter ? rowTiles : colTiles;
   outer.extent = rowOuter ? rowCount : colCount;
   outer.vectorize = outer.scalar = false;

@@ -2,6 +2,8 @@
 // copies after the loop), or replaces a short loop by one copy per iteration (LoopTransforms.h).
 #include <fmt/format.h>
 
+#include "compiler/loops/Substitute.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
@@ -13,19 +15,19 @@ namespace {
 constexpr int64_t kMaxStatements = 100000;
 
 // `body` with v := value, appended to `out`.
-void appendCopy(std::vector<Stmt>& out, const std::vector<Stmt>& body, int v, const IndexExpr& value) {
-  std::vector<Stmt> copy = body;
-  nest::substitute(copy, v, value);
+void appendCopy(Block& out, const Block& body, int v, const IndexExpr& value) {
+  Block copy = body;
+  substitute(copy, v, value);
   for (Stmt& s : copy) out.push_back(std::move(s));
 }
 
 }  // namespace
 
 std::string unrollLoop(Kernel& k, const std::string& var, int64_t factor) {
-  if (std::string why = nest::checkTransformable(k); !why.empty()) return why;
   nest::Found f = nest::findLoop(k, var);
   if (!f.error.empty()) return f.error;
-  Stmt& loop = *f.loop;
+  if (std::string why = nest::checkTransformable(k, *f.loop); !why.empty()) return why;
+  Loop& loop = *f.loop;
   const int v = loop.var;
   const int64_t extent = loop.extent;
   const bool full = factor == 0;
@@ -42,23 +44,23 @@ std::string unrollLoop(Kernel& k, const std::string& var, int64_t factor) {
                        "thread's chunk); split it and unroll the inner loop",
                        var, factor, extent);
   const int64_t copies = full ? extent : factor + extent % factor;
-  const int64_t bodySize = nest::countStmts(loop.body);
-  if (nest::countStmts(k.body) + (copies - 1) * bodySize > kMaxStatements)
+  const int64_t bodySize = countStmts(loop.body);
+  if (countStmts(k.body) + (copies - 1) * bodySize > kMaxStatements)
     return fmt::format("the kernel would hold more than {} statements", kMaxStatements);
 
-  std::vector<Stmt> body = std::move(loop.body);
-  std::vector<Stmt> tail;  // statements that replace or follow the loop
+  Block body = std::move(loop.body);
+  Block tail;  // statements that replace or follow the loop
   if (full) {
     for (int64_t u = 0; u < extent; ++u) appendCopy(tail, body, v, IndexExpr::makeConst(u));
   } else {
-    std::vector<Stmt> unrolled;
-    for (int64_t u = 0; u < factor; ++u) appendCopy(unrolled, body, v, nest::affine(factor, v, u));
+    Block unrolled;
+    for (int64_t u = 0; u < factor; ++u) appendCopy(unrolled, body, v, affineIndex(factor, v, u));
     for (int64_t u = extent / factor * factor; u < extent; ++u) appendCopy(tail, body, v, IndexExpr::makeConst(u));
     loop.body = std::move(unrolled);
     loop.extent = extent / factor;
   }
   // The copies go where the loop was: in its place (full unroll) or right after it.
-  std::vector<Stmt>& parent = *f.parent;
+  Block& parent = *f.parent;
   size_t at = f.position;
   if (full) parent.erase(parent.begin() + static_cast<std::ptrdiff_t>(at));
   else ++at;

@@ -11,13 +11,12 @@
 //     `texc explain` prints says what happened.
 #include <catch2/catch.hpp>
 
-#include <functional>
-
 #include "LoopInterpreter.h"
 #include "PassTestSupport.h"
 #include "compiler/loops/FuseIntoTiles.h"
 #include "compiler/loops/SinkUnitLoops.h"
 #include "compiler/loops/TileContractions.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/passes/Pipeline.h"
 
 namespace texc::passtest {
@@ -127,13 +126,9 @@ TEST_CASE("fuse-into-tiles: a consumer whose stores do not name the bound loop s
   loops::LoopProgram unchanged = p;
   REQUIRE(loops::fuseIntoTiles(unchanged).size() == 1);  // as it is, it fuses
   REQUIRE(p.kernels.size() == 2);
-  std::function<void(std::vector<loops::Stmt>&)> rowZero = [&](std::vector<loops::Stmt>& stmts) {
-    for (loops::Stmt& st : stmts) {
-      if (st.kind == loops::StmtKind::Store) st.index[2] = IndexExpr::makeConst(0);
-      rowZero(st.body);
-    }
-  };
-  rowZero(p.kernels[1].body);
+  loops::forEachStmt(p.kernels[1].body, [](loops::Stmt& st) {
+    if (auto* store = st.getIf<loops::Store>()) store->index[2] = IndexExpr::makeConst(0);
+  });
   CHECK(loops::fuseIntoTiles(p).empty());
   CHECK(p.kernels.size() == 2);
 }

@@ -22,6 +22,15 @@ using loops::Kernel;
 using loops::LoopProgram;
 using loops::Stmt;
 using loops::StmtKind;
+using loops::Loop;
+using loops::Store;
+using loops::AccInit;
+using loops::AccUpdate;
+using loops::Guard;
+using loops::Pack;
+using loops::PackSide;
+using loops::Tile;
+using loops::KWindow;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -61,35 +70,49 @@ class KernelRun {
   }
 
   void exec(const Stmt& s) {
-    switch (s.kind) {
-      case StmtKind::Loop:
-        for (int64_t v = 0; v < s.extent; ++v) {
-          vars_[s.var] = v;
-          for (const Stmt& b : s.body) exec(b);
+    switch (s.kind()) {
+      case StmtKind::Loop: {
+        const Loop& l = s.as<Loop>();
+        for (int64_t v = 0; v < l.extent; ++v) {
+          vars_[l.var] = v;
+          for (const Stmt& b : l.body) exec(b);
         }
         break;
-      case StmtKind::Store: store(s.buffer, offset(s.buffer, s.index), eval(s.value)); break;
-      case StmtKind::AccInit:
-        accs_[s.acc] = reductionIdentity(s.reduce);
-        accSet_[s.acc] = true;
+      }
+      case StmtKind::Store: {
+        const Store& st = s.as<Store>();
+        store(st.buffer, offset(st.buffer, st.index), eval(st.value));
         break;
+      }
+      case StmtKind::AccInit: {
+        const AccInit& a = s.as<AccInit>();
+        accs_[a.acc] = reductionIdentity(a.reduce);
+        accSet_[a.acc] = true;
+        break;
+      }
       case StmtKind::AccUpdate: {
-        if (!accSet_[s.acc]) throw Failure{fmt::format("kernel {}: acc{} updated before it is set", k_.name, s.acc)};
-        double x = eval(s.value);
-        double& a = accs_[s.acc];
-        a = reductionCombine(s.reduce, a, x);
+        const AccUpdate& u = s.as<AccUpdate>();
+        if (!accSet_[u.acc]) throw Failure{fmt::format("kernel {}: acc{} updated before it is set", k_.name, u.acc)};
+        double x = eval(u.value);
+        double& a = accs_[u.acc];
+        a = reductionCombine(u.reduce, a, x);
         break;
       }
       case StmtKind::Guard: {
-        for (const GuardCond& c : s.conds) {
+        const Guard& g = s.as<Guard>();
+        for (const GuardCond& c : g.conds) {
           int64_t i = evalIndex(c.index, vars_);
           if (i < 0 || i >= c.extent) return;
         }
-        for (const Stmt& b : s.body) exec(b);
+        for (const Stmt& b : g.body) exec(b);
         break;
       }
-      case StmtKind::Pack: s.rowVar >= 0 ? packRows(s) : packColumns(s); break;
-      case StmtKind::Tile: tile(s); break;
+      case StmtKind::Pack: {
+        const Pack& pk = s.as<Pack>();
+        pk.side == PackSide::Rows ? packRows(pk) : packColumns(pk);
+        break;
+      }
+      case StmtKind::Tile: tile(s.as<Tile>()); break;
     }
   }
 
@@ -103,69 +126,70 @@ class KernelRun {
   struct Window {
     int64_t start, end, length;
   };
-  Window window(const Stmt& s) const {
-    if (s.kBlock == 0) return {0, s.extent, s.extent};
-    int64_t start = evalIndex(s.kBase, vars_);
-    return {start, std::min(start + s.kBlock, s.extent), s.kBlock};
+  Window window(const KWindow& k) const {
+    if (k.block == 0) return {0, k.extent, k.extent};
+    int64_t start = evalIndex(k.base, vars_);
+    return {start, std::min(start + k.block, k.extent), k.block};
   }
 
-  void packColumns(const Stmt& s) {
-    int64_t j0 = evalIndex(s.colBase, vars_);
-    Window w = window(s);
-    int64_t p = s.rows > 0 ? s.rows : s.cols;
+  void packColumns(const Pack& pk) {
+    int64_t j0 = evalIndex(pk.base, vars_);
+    Window w = window(pk.k);
+    int64_t p = pk.panel > 0 ? pk.panel : pk.count;
     for (int64_t k = w.start; k < w.end; ++k)
-      for (int64_t c = 0; c < s.cols; ++c) {
-        vars_[s.var] = k;
-        vars_[s.colVar] = j0 + c;
+      for (int64_t c = 0; c < pk.count; ++c) {
+        vars_[pk.k.var] = k;
+        vars_[pk.var] = j0 + c;
         bool padded = false;
-        for (const GuardCond& g : s.conds) {
+        for (const GuardCond& g : pk.padding) {
           int64_t i = evalIndex(g.index, vars_);
           padded = padded || i < 0 || i >= g.extent;
         }
-        scratch(s.scratch, (c / p) * p * w.length + (k - w.start) * p + c % p) = j0 + c < s.colExtent && !padded ? eval(s.value) : 0.0;
+        scratch(pk.scratch, (c / p) * p * w.length + (k - w.start) * p + c % p) = j0 + c < pk.extent && !padded ? eval(pk.value) : 0.0;
       }
   }
 
-  void packRows(const Stmt& s) {
-    int64_t i0 = evalIndex(s.rowBase, vars_);
-    Window w = window(s);
-    for (int64_t r = 0; r < s.rows; ++r)
+  void packRows(const Pack& pk) {
+    int64_t i0 = evalIndex(pk.base, vars_);
+    Window w = window(pk.k);
+    for (int64_t r = 0; r < pk.count; ++r)
       for (int64_t k = w.start; k < w.end; ++k) {
-        vars_[s.var] = k;
-        vars_[s.rowVar] = std::min(i0 + r, s.rowExtent - 1);
-        scratch(s.scratch, (r / s.cols) * s.cols * w.length + (k - w.start) * s.cols + r % s.cols) = eval(s.value);
+        vars_[pk.k.var] = k;
+        vars_[pk.var] = std::min(i0 + r, pk.extent - 1);
+        scratch(pk.scratch, (r / pk.panel) * pk.panel * w.length + (k - w.start) * pk.panel + r % pk.panel) = eval(pk.value);
       }
   }
 
   // The tile element by element, in the order the IR defines (docs/ir.md).
-  void tile(const Stmt& s) {
-    int64_t i0 = evalIndex(s.rowBase, vars_);
-    int64_t j0 = evalIndex(s.colBase, vars_);
-    Window w = window(s);
-    int64_t blockRow = s.kBlock > 0 || s.rowScratch >= 0 ? evalIndex(s.blockRow, vars_) : 0;
-    int64_t blockCol = s.scratch >= 0 ? evalIndex(s.blockCol, vars_) : 0;
-    for (int64_t r = 0; r < s.rows && i0 + r < s.rowExtent; ++r)
-      for (int64_t c = 0; c < s.cols && j0 + c < s.colExtent; ++c) {
-        vars_[s.rowVar] = i0 + r;
-        vars_[s.colVar] = j0 + c;
+  void tile(const Tile& t) {
+    int64_t i0 = evalIndex(t.rowBase, vars_);
+    int64_t j0 = evalIndex(t.colBase, vars_);
+    Window w = window(t.k);
+    int64_t blockRow = t.k.block > 0 || t.rowScratch >= 0 ? evalIndex(t.blockRow, vars_) : 0;
+    int64_t blockCol = t.colScratch >= 0 ? evalIndex(t.blockCol, vars_) : 0;
+    for (int64_t r = 0; r < t.rows && i0 + r < t.rowExtent; ++r)
+      for (int64_t c = 0; c < t.cols && j0 + c < t.colExtent; ++c) {
+        vars_[t.rowVar] = i0 + r;
+        vars_[t.colVar] = j0 + c;
         // Partial sums of earlier k blocks are in the element the first epilogue store writes.
-        double* partial = s.kBlock > 0 ? &buffers_[s.body.at(0).buffer][offset(s.body[0].buffer, s.body[0].index)] : nullptr;
+        const Store* first = t.k.block > 0 ? &t.epilogue.at(0).as<Store>() : nullptr;
+        double* partial = first ? &buffers_[first->buffer][offset(first->buffer, first->index)] : nullptr;
         double acc = partial && w.start > 0 ? *partial : 0.0;
         for (int64_t k = w.start; k < w.end; ++k) {
-          vars_[s.var] = k;
-          double a = !(s.rowScratch >= 0)  ? eval(s.value.args[0])
-                     : s.rowPackWhole      ? scratch(s.rowScratch, blockRow * s.extent + k * s.rows + r)
-                                           : scratch(s.rowScratch, blockRow * w.length + (k - w.start) * s.rows + r);
-          double b = s.scratch >= 0 ? scratch(s.scratch, blockCol * w.length + (k - w.start) * s.cols + c) : eval(s.value.args[1]);
+          vars_[t.k.var] = k;
+          double a = !(t.rowScratch >= 0)  ? eval(t.value.args[0])
+                     : t.rowPackWhole      ? scratch(t.rowScratch, blockRow * t.k.extent + k * t.rows + r)
+                                           : scratch(t.rowScratch, blockRow * w.length + (k - w.start) * t.rows + r);
+          double b = t.colScratch >= 0 ? scratch(t.colScratch, blockCol * w.length + (k - w.start) * t.cols + c) : eval(t.value.args[1]);
           acc += a * b;
         }
-        if (partial && w.end < s.extent) {
+        if (partial && w.end < t.k.extent) {
           *partial = acc;
           continue;
         }
-        accs_[s.acc] = acc;
-        accSet_[s.acc] = true;
-        for (const Stmt& b : s.body) exec(b);
+        accs_[t.acc] = acc;
+        accSet_[t.acc] = true;
+        for (const Stmt& b : t.epilogue) exec(b);
       }
   }
 

@@ -12,6 +12,8 @@
 
 #include "LoopInterpreter.h"
 #include "PassTestSupport.h"
+#include "compiler/loops/PerfectNest.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/loops/transforms/LoopTransforms.h"
 #include "compiler/passes/Pipeline.h"
 
@@ -204,13 +206,15 @@ TEST_CASE("loop transforms: reorder refuses nests whose iterations depend on eac
   Lowered l = lower("input X : f32[4, 4]\noutput Y[i, j] = X[i, j]\n");
   loops::LoopProgram base = l.loops;
   loops::Kernel& k = base.kernels[0];
-  loops::Stmt& store = k.body[0].body[0].body[0];
-  REQUIRE(store.kind == loops::StmtKind::Store);
-  const int Y = store.buffer;
+  // The nest i, j around the store.
+  auto nestOf = [](loops::Kernel& kernel) { return loops::perfectNest(kernel.body[0]); };
+  loops::Stmt& store = loops::innermostBody(nestOf(k))[0];
+  REQUIRE(store.is<loops::Store>());
+  const int Y = store.as<loops::Store>().buffer;
 
   SECTION("a store that does not use a loop's variable") {
     loops::Kernel bad = k;
-    bad.body[0].body[0].body[0].index[1] = IndexExpr::makeConst(0);
+    loops::innermostBody(nestOf(bad))[0].as<loops::Store>().index[1] = IndexExpr::makeConst(0);
     CHECK(loops::reorderLoops(bad, {"j", "i"}) ==
           "a store inside the nest does not index with j: several iterations write one element, and their order "
           "decides which value stays");
@@ -220,27 +224,28 @@ TEST_CASE("loop transforms: reorder refuses nests whose iterations depend on eac
     loops::Expr load;
     load.kind = loops::ExprKind::Load;
     load.buffer = Y;
-    load.index = {IndexExpr::makeVar(bad.body[0].body[0].var), IndexExpr::makeVar(bad.body[0].var)};
-    bad.body[0].body[0].body[0].value = load;
+    std::vector<loops::Loop*> nest = nestOf(bad);
+    load.index = {IndexExpr::makeVar(nest[1]->var), IndexExpr::makeVar(nest[0]->var)};
+    loops::innermostBody(nest)[0].as<loops::Store>().value = load;
     CHECK(loops::reorderLoops(bad, {"j", "i"}) ==
           "the nest reads the buffer it writes at another index: an iteration may read what another one wrote");
   }
   SECTION("an accumulator carried across the iterations and read inside them (a running sum)") {
     loops::Kernel bad = k;
     bad.numAccs = 1;
-    loops::Stmt init;
-    init.kind = loops::StmtKind::AccInit;
+    std::vector<loops::Loop*> nest = nestOf(bad);
+    loops::Store& st = loops::innermostBody(nest)[0].as<loops::Store>();
+    loops::AccInit init;
     init.acc = 0;
-    loops::Stmt update;
-    update.kind = loops::StmtKind::AccUpdate;
+    loops::AccUpdate update;
     update.acc = 0;
-    update.value = bad.body[0].body[0].body[0].value;
+    update.value = st.value;
     loops::Expr read;
     read.kind = loops::ExprKind::AccRead;
     read.acc = 0;
-    bad.body[0].body[0].body[0].value = read;
-    bad.body[0].body[0].body.insert(bad.body[0].body[0].body.begin(), update);
-    bad.body[0].parallel = false;
+    st.value = read;
+    nest[1]->body.insert(nest[1]->body.begin(), update);
+    nest[0]->parallel = false;
     bad.parallelExtent = 0;
     bad.body.insert(bad.body.begin(), init);
     CHECK(loops::verifyLoopProgram(loops::LoopProgram{base.buffers, {bad}}).empty());
@@ -386,12 +391,12 @@ TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent 
   CHECK(loops::verifyLoopProgram(l.loops).empty());
   loops::LoopProgram p = l.loops;
   p.kernels[0].parallelExtent = 7;
-  p.kernels[0].body[0].body[0].parallel = true;
+  loops::perfectNest(p.kernels[0].body[0])[1]->parallel = true;
   CHECK(loops::verifyLoopProgram(p) ==
         std::vector<std::string>{"kernel k0_Y: parallel loop j below the kernel's top level",
                                  "kernel k0_Y: parallel over 7, but its parallel loop has extent 13"});
   loops::LoopProgram both = l.loops;
-  both.kernels[0].body[0].body[0].scalar = true;  // j is already vector
+  loops::perfectNest(both.kernels[0].body[0])[1]->scalar = true;  // j is already vector
   CHECK(loops::verifyLoopProgram(both) == std::vector<std::string>{"kernel k0_Y: loop j is marked both vector and scalar"});
 }
 
@@ -679,18 +684,15 @@ TEST_CASE("schedule-loops: the pass applies the lines and stops on a step it can
 namespace texc::passtest {
 namespace {
 
-bool holdsTile(const std::vector<loops::Stmt>& stmts) {
-  for (const loops::Stmt& s : stmts)
-    if (s.kind == loops::StmtKind::Tile || holdsTile(s.body)) return true;
-  return false;
+bool holdsTile(const loops::Block& stmts) {
+  return loops::anyStmt(stmts, [](const loops::Stmt& s) { return s.is<loops::Tile>(); });
 }
 
 // Every loop variable printed in `stmts`, in order (with repeats after unrolling).
-void loopNames(const loops::Kernel& k, const std::vector<loops::Stmt>& stmts, std::vector<std::string>& out) {
-  for (const loops::Stmt& s : stmts) {
-    if (s.kind == loops::StmtKind::Loop) out.push_back(k.varNames[s.var]);
-    loopNames(k, s.body, out);
-  }
+void loopNames(const loops::Kernel& k, const loops::Block& stmts, std::vector<std::string>& out) {
+  loops::forEachStmt(stmts, [&](const loops::Stmt& s) {
+    if (auto* l = s.getIf<loops::Loop>()) out.push_back(k.varNames[l->var]);
+  });
 }
 
 }  // namespace

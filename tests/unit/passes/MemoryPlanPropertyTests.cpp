@@ -11,7 +11,6 @@
 #include <llvm/IR/Module.h>
 
 #include <cstring>
-#include <functional>
 #include <random>
 
 #include "LoopInterpreter.h"
@@ -19,6 +18,7 @@
 #include "compiler/backend/llvm/CpuExecutable.h"
 #include "compiler/driver/Execution.h"
 #include "compiler/loops/MemoryPlan.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/passes/Pipeline.h"
 #include "runtime/ThreadPool.h"
 
@@ -33,7 +33,6 @@ using loops::LoopProgram;
 using loops::MemoryPlan;
 using loops::PlannedTemp;
 using loops::Stmt;
-using loops::StmtKind;
 using loops::mayWriteInPlace;
 using loops::planMemory;
 using loops::printMemoryPlan;
@@ -121,18 +120,14 @@ std::string randomProgram(std::mt19937_64& rng, int64_t a, int64_t b) {
 // Live intervals computed here, apart from the planner: [first writer, last reader].
 void checkNoSharedBytes(const LoopProgram& p, const MemoryPlan& plan) {
   std::vector<int> def(p.buffers.size(), -1), last(p.buffers.size(), -1);
-  std::function<void(const Expr&, int)> loads = [&](const Expr& e, int k) {
-    if (e.kind == ExprKind::Load) last[e.buffer] = std::max(last[e.buffer], k);
-    for (const Expr& a : e.args) loads(a, k);
-  };
-  std::function<void(const std::vector<Stmt>&, int)> walk = [&](const std::vector<Stmt>& body, int k) {
-    for (const Stmt& s : body) {
-      walk(s.body, k);
-      if (s.kind == StmtKind::Store || s.kind == StmtKind::AccUpdate) loads(s.value, k);
-      if (s.kind == StmtKind::Store && def[s.buffer] < 0) def[s.buffer] = k;
-    }
-  };
-  for (size_t k = 0; k < p.kernels.size(); ++k) walk(p.kernels[k].body, static_cast<int>(k));
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    const int kernel = static_cast<int>(k);
+    loops::forEachStmt(p.kernels[k].body, [&](const Stmt& s) {
+      if (!s.is<loops::Store>() && !s.is<loops::AccUpdate>()) return;
+      loops::forEachLoad(*loops::valueOf(s), [&](const Expr& e) { last[e.buffer] = std::max(last[e.buffer], kernel); });
+      if (auto* store = s.getIf<loops::Store>(); store && def[store->buffer] < 0) def[store->buffer] = kernel;
+    });
+  }
   for (size_t b = 0; b < p.buffers.size(); ++b) {
     const PlannedTemp* t = plan.find(static_cast<int>(b));
     if (p.buffers[b].kind != BufferKind::Temp) REQUIRE(t == nullptr);  // inputs and outputs never in the arena

@@ -18,8 +18,6 @@ using loops::Kernel;
 using loops::LoopProgram;
 using loops::MemoryPlan;
 using loops::PlannedTemp;
-using loops::Stmt;
-using loops::StmtKind;
 using loops::mayWriteInPlace;
 using loops::planMemory;
 using loops::printMemoryPlan;
@@ -69,15 +67,13 @@ struct ProgramBuilder {
       sum.args = {value, loads[i]};
       value = sum;
     }
-    Stmt store;
-    store.kind = StmtKind::Store;
+    loops::Store store;
     store.buffer = out;
     store.index = identity(rank);
     store.value = value;
-    std::vector<Stmt> body = {store};
+    loops::Block body = {store};
     for (size_t d = rank; d-- > 0;) {
-      Stmt loop;
-      loop.kind = StmtKind::Loop;
+      loops::Loop loop;
       loop.var = static_cast<int>(d);
       loop.extent = p.buffers[out].shape[d];
       loop.parallel = d == 0;

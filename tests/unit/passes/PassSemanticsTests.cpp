@@ -18,12 +18,11 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include <functional>
-
 #include "LoopInterpreter.h"
 #include "PassTestSupport.h"
 #include "compiler/loops/FuseRowPasses.h"
 #include "compiler/loops/LowerToLoops.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/passes/Pipeline.h"
 
 namespace texc::passtest {
@@ -267,20 +266,24 @@ TEST_CASE("pass semantics: lower-to-loops computes what the graph computes", "[p
 // fuse-row-passes on softmax: the input is read in two loops instead of three, exp is evaluated
 // once per element, and the rewrite is refused where storing the term would round it.
 TEST_CASE("fuse-row-passes: softmax reads its input twice and evaluates exp once", "[passes][semantics]") {
-  auto countIn = [](const std::vector<loops::Stmt>& body, auto&& pred, auto&& self) -> int {
+  auto countIn = [](const loops::Block& body, auto&& pred) -> int {
     int n = 0;
-    for (const loops::Stmt& s : body) n += pred(s) + self(s.body, pred, self);
+    loops::forEachStmt(body, [&](const loops::Stmt& s) { n += pred(s); });
     return n;
   };
-  auto loadsOf = [](const loops::Expr& e, int buffer, auto&& self) -> int {
-    int n = e.kind == loops::ExprKind::Load && e.buffer == buffer;
-    for (const loops::Expr& a : e.args) n += self(a, buffer, self);
+  auto loadsOf = [](const loops::Expr& e, int buffer) -> int {
+    int n = 0;
+    loops::forEachLoad(e, [&](const loops::Expr& load) { n += load.buffer == buffer; });
     return n;
   };
-  auto calls = [](const loops::Expr& e, auto&& self) -> int {
-    int n = e.kind == loops::ExprKind::Call;
-    for (const loops::Expr& a : e.args) n += self(a, self);
+  auto calls = [](const loops::Expr& e) -> int {
+    int n = 0;
+    loops::forEachExprNode(e, [&](const loops::Expr& node) { n += node.kind == loops::ExprKind::Call; });
     return n;
+  };
+  // The value of a store or accumulator update, or null.
+  auto termOf = [](const loops::Stmt& st) -> const loops::Expr* {
+    return st.is<loops::Store>() || st.is<loops::AccUpdate>() ? loops::valueOf(st) : nullptr;
   };
   std::unique_ptr<Session> s = startSession(inlineProgram(
       "softmax", "input x : f32[4, 8]\nm[i] = max(j: x[i, j])\ne[i, j] = exp(x[i, j] - m[i])\ns[i] = sum(j: e[i, j])\noutput y[i, j] = e[i, j] / s[i]\n"));
@@ -289,21 +292,17 @@ TEST_CASE("fuse-row-passes: softmax reads its input twice and evaluates exp once
   int x = g.inputs[0], y = g.outputs[0];
   // Loops whose own statements read x, and exp calls, in kernel 0.
   auto measure = [&](const loops::LoopProgram& lp, int& readingLoops, int& exps) {
-    readingLoops = countIn(
-        lp.kernels[0].body,
-        [&](const loops::Stmt& st) {
-          if (st.kind != loops::StmtKind::Loop) return 0;
-          for (const loops::Stmt& b : st.body)
-            if ((b.kind == loops::StmtKind::Store || b.kind == loops::StmtKind::AccUpdate) && loadsOf(b.value, x, loadsOf) > 0) return 1;
-          return 0;
-        },
-        countIn);
-    exps = countIn(
-        lp.kernels[0].body,
-        [&](const loops::Stmt& st) {
-          return (st.kind == loops::StmtKind::Store || st.kind == loops::StmtKind::AccUpdate) ? calls(st.value, calls) : 0;
-        },
-        countIn);
+    readingLoops = countIn(lp.kernels[0].body, [&](const loops::Stmt& st) {
+      const auto* l = st.getIf<loops::Loop>();
+      if (!l) return 0;
+      for (const loops::Stmt& b : l->body)
+        if (const loops::Expr* term = termOf(b); term && loadsOf(*term, x) > 0) return 1;
+      return 0;
+    });
+    exps = countIn(lp.kernels[0].body, [&](const loops::Stmt& st) {
+      const loops::Expr* term = termOf(st);
+      return term ? calls(*term) : 0;
+    });
   };
   const loops::LoopProgram& piped = *s->state().loops;
   INFO(loops::printLoopProgram(piped));
@@ -338,16 +337,14 @@ TEST_CASE("pass semantics: the loop interpreter notices broken loop programs", "
   CHECK(buffers[g.outputs[0]] == std::vector<double>{3, 7, 14, 12});
 
   // Unwrap the guard: the term at x[-1] is no longer skipped.
-  std::function<bool(std::vector<loops::Stmt>&)> unguard = [&](std::vector<loops::Stmt>& body) {
-    for (loops::Stmt& st : body) {
-      if (st.kind == loops::StmtKind::Guard) {
-        std::vector<loops::Stmt> inner = std::move(st.body);
-        st = std::move(inner.front());
-        return true;
-      }
-      if (unguard(st.body)) return true;
-    }
-    return false;
+  auto unguard = [](loops::Block& body) {
+    return !loops::walk(body, [](loops::Stmt& st) {
+      auto* g = st.getIf<loops::Guard>();
+      if (!g) return loops::WalkAction::Advance;
+      loops::Block inner = std::move(g->body);
+      st = std::move(inner.front());
+      return loops::WalkAction::Stop;
+    });
   };
   loops::LoopProgram broken = lp;
   REQUIRE(unguard(broken.kernels[0].body));
@@ -355,13 +352,9 @@ TEST_CASE("pass semantics: the loop interpreter notices broken loop programs", "
 
   // Start the sum at 1 instead of 0: every output is off by one.
   loops::LoopProgram wrong = lp;
-  std::function<void(std::vector<loops::Stmt>&)> retype = [&](std::vector<loops::Stmt>& body) {
-    for (loops::Stmt& st : body) {
-      if (st.kind == loops::StmtKind::AccInit) st.reduce = ReduceKind::Prod;
-      retype(st.body);
-    }
-  };
-  retype(wrong.kernels[0].body);
+  loops::forEachStmt(wrong.kernels[0].body, [](loops::Stmt& st) {
+    if (auto* init = st.getIf<loops::AccInit>()) init->reduce = ReduceKind::Prod;
+  });
   REQUIRE(interpretLoops(wrong, buffers) == "");
   CHECK(buffers[g.outputs[0]] == std::vector<double>{4, 8, 15, 13});
 }

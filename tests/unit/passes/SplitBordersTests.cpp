@@ -14,6 +14,7 @@
 #include "LoopInterpreter.h"
 #include "PassTestSupport.h"
 #include "compiler/loops/SplitBorders.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/passes/Pipeline.h"
 
 namespace texc::passtest {
@@ -27,14 +28,15 @@ std::vector<std::vector<double>> interpret(const LoweredLoops& l, const loops::L
 }
 
 // Visits every statement under `body`, with the names of the loops around it.
-void walk(const loops::Kernel& k, const std::vector<loops::Stmt>& body, std::vector<std::string>& loopsAround,
+void walk(const loops::Kernel& k, const loops::Block& body,
           const std::function<void(const loops::Stmt&, const std::vector<std::string>&)>& visit) {
-  for (const loops::Stmt& s : body) {
+  loops::walkWithEnclosing(body, [&](const loops::Stmt& s, const std::vector<const loops::Stmt*>& enclosing) {
+    std::vector<std::string> loopsAround;
+    for (const loops::Stmt* e : enclosing)
+      if (auto* l = e->getIf<loops::Loop>()) loopsAround.push_back(k.varNames[l->var]);
     visit(s, loopsAround);
-    if (s.kind == loops::StmtKind::Loop) loopsAround.push_back(k.varNames[s.var]);
-    walk(k, s.body, loopsAround, visit);
-    if (s.kind == loops::StmtKind::Loop) loopsAround.pop_back();
-  }
+    return loops::WalkAction::Advance;
+  });
 }
 
 // Whether a loop whose name starts with `prefix` is among `around` (the interior loops of the
@@ -91,11 +93,11 @@ TEST_CASE("split-borders: the interior has no guard, the borders keep theirs", "
   const loops::Kernel& k = split.kernels[0];
   INFO(loops::printLoopProgram(split));
   int interiorGuards = 0, borderGuards = 0, interiorNests = 0, parallelLoops = 0;
-  std::vector<std::string> around;
-  walk(k, k.body, around, [&](const loops::Stmt& s, const std::vector<std::string>& loopsAround) {
-    if (s.kind == loops::StmtKind::Loop && s.parallel) ++parallelLoops;
-    if (s.kind == loops::StmtKind::Loop && k.varNames[s.var].rfind("x.in", 0) == 0 && inside(loopsAround, "y.in")) ++interiorNests;
-    if (s.kind != loops::StmtKind::Guard) return;
+  walk(k, k.body, [&](const loops::Stmt& s, const std::vector<std::string>& loopsAround) {
+    const auto* l = s.getIf<loops::Loop>();
+    if (l && l->parallel) ++parallelLoops;
+    if (l && k.varNames[l->var].rfind("x.in", 0) == 0 && inside(loopsAround, "y.in")) ++interiorNests;
+    if (!s.is<loops::Guard>()) return;
     if (inside(loopsAround, "y.in") && inside(loopsAround, "x.in")) ++interiorGuards;
     else ++borderGuards;
   });

@@ -13,7 +13,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include <functional>
+#include <optional>
 
 #include "LoopInterpreter.h"
 #include <algorithm>
@@ -22,6 +22,7 @@
 #include "compiler/backend/llvm/CodeGenLLVM.h"
 #include "compiler/backend/llvm/CpuExecutable.h"
 #include "compiler/loops/TileContractions.h"
+#include "compiler/loops/Walk.h"
 #include "compiler/passes/Pipeline.h"
 #include "runtime/Buffer.h"
 #include "runtime/ThreadPool.h"
@@ -196,45 +197,37 @@ TEST_CASE("tile: convolutions as implicit GEMM compute what the untiled nests co
   }
 }
 
-// Every statement of a kernel, depth first.
-void forEachStmt(const std::vector<loops::Stmt>& body, const std::function<void(const loops::Stmt&)>& f) {
-  for (const loops::Stmt& s : body) {
-    f(s);
-    forEachStmt(s.body, f);
-  }
-}
-
 TEST_CASE("tile: the padding guard moves into the packing, the micro-kernel has none", "[passes][tile][conv]") {
   Lowered l = lower("conv", kConvPadded);
   int guardsBefore = 0;
-  forEachStmt(l.loops.kernels[0].body, [&](const loops::Stmt& s) { guardsBefore += s.kind == loops::StmtKind::Guard; });
+  loops::forEachStmt(l.loops.kernels[0].body, [&](const loops::Stmt& s) { guardsBefore += s.is<loops::Guard>(); });
   REQUIRE(guardsBefore == 1);  // the untiled nest checks the padding at every term
 
   loops::LoopProgram tiled = l.loops;
   REQUIRE(loops::tileContractions(tiled, avx2Machine(), {}) == 1);
   const loops::Kernel& k = tiled.kernels[0];
   int guards = 0, paddedPacks = 0, rowPacks = 0, tiles = 0;
-  forEachStmt(k.body, [&](const loops::Stmt& s) {
-    guards += s.kind == loops::StmtKind::Guard;
-    if (s.kind == loops::StmtKind::Pack && s.rowVar < 0) {
-      paddedPacks += !s.conds.empty();
-      CHECK(s.conds.size() == 2);  // the row and the column of the input
+  loops::forEachStmt(k.body, [&](const loops::Stmt& s) {
+    guards += s.is<loops::Guard>();
+    const auto* pack = s.getIf<loops::Pack>();
+    if (pack && pack->side == loops::PackSide::Columns) {
+      paddedPacks += !pack->padding.empty();
+      CHECK(pack->padding.size() == 2);  // the row and the column of the input
     }
-    if (s.kind == loops::StmtKind::Pack && s.rowVar >= 0) {
+    if (pack && pack->side == loops::PackSide::Rows) {
       ++rowPacks;
-      CHECK(s.conds.empty());
-      CHECK(s.rows == 15);  // 13 output channels in whole tiles of 5 (6 would pad to 18)
-      CHECK(s.kBlock == 0);  // all of c, r, s: 45
-      CHECK(s.extent == 45);
+      CHECK(pack->padding.empty());
+      CHECK(pack->count == 15);  // 13 output channels in whole tiles of 5 (6 would pad to 18)
+      CHECK(pack->k.block == 0);  // all of c, r, s: 45
+      CHECK(pack->k.extent == 45);
     }
-    if (s.kind == loops::StmtKind::Tile) {
-      ++tiles;
-      CHECK(s.conds.empty());
-      CHECK(s.scratch >= 0);
-      CHECK(s.rowScratch >= 0);
-      CHECK(s.rowPackWhole);
-      CHECK(s.colExtent == 7 * 11);  // the pixels of one image, rows merged
-      CHECK(s.extent == 45);
+    if (const auto* tile = s.getIf<loops::Tile>()) {
+      ++tiles;  // a tile has no padding conditions of its own
+      CHECK(tile->colScratch >= 0);
+      CHECK(tile->rowScratch >= 0);
+      CHECK(tile->rowPackWhole);
+      CHECK(tile->colExtent == 7 * 11);  // the pixels of one image, rows merged
+      CHECK(tile->k.extent == 45);
     }
   });
   CHECK(guards == 0);
@@ -243,10 +236,10 @@ TEST_CASE("tile: the padding guard moves into the packing, the micro-kernel has 
   CHECK(tiles == 1);
   // The weights are packed once per call, before the parallel loop.
   REQUIRE(k.body.size() == 2);
-  CHECK(k.body[0].kind == loops::StmtKind::Pack);
-  CHECK(k.body[1].kind == loops::StmtKind::Loop);
-  CHECK(k.body[1].parallel);
-  CHECK(k.parallelExtent == k.body[1].extent);
+  CHECK(k.body[0].is<loops::Pack>());
+  CHECK(k.body[1].is<loops::Loop>());
+  CHECK(k.body[1].as<loops::Loop>().parallel);
+  CHECK(k.parallelExtent == k.body[1].as<loops::Loop>().extent);
   CHECK(k.schedule.find("implicit GEMM") != std::string::npos);
 }
 
@@ -258,8 +251,8 @@ TEST_CASE("tile: one image still gives the threads work: the pixel blocks are th
   REQUIRE(loops::tileContractions(tiled, avx2Machine(), {}) == 1);
   const loops::Kernel& k = tiled.kernels[0];
   REQUIRE(k.body.size() == 2);
-  CHECK(k.body[1].parallel);
-  CHECK(k.varNames[k.body[1].var] == "yx_c");
+  CHECK(k.body[1].as<loops::Loop>().parallel);
+  CHECK(k.varNames[k.body[1].as<loops::Loop>().var] == "yx_c");
   CHECK(k.parallelExtent > 1);
 }
 
@@ -392,7 +385,10 @@ TEST_CASE("tile: what is not a contraction stays as it is", "[passes][tile]") {
 TEST_CASE("tile: A B^T is tiled with B packed, whatever the schedule says", "[passes][tile]") {
   auto columnPacks = [](const loops::Kernel& k) {
     int n = 0;
-    forEachStmt(k.body, [&](const loops::Stmt& s) { n += s.kind == loops::StmtKind::Pack && s.rowVar < 0; });
+    loops::forEachStmt(k.body, [&](const loops::Stmt& s) {
+      const auto* pack = s.getIf<loops::Pack>();
+      n += pack && pack->side == loops::PackSide::Columns;
+    });
     return n;
   };
   SECTION("by the rule") {
@@ -481,20 +477,14 @@ TEST_CASE("tile: LLVM gathers a column operand that is not contiguous in j, pack
       REQUIRE(loops::tileContractions(packed, avx2Machine(), o) == 1);
       loops::LoopProgram inPlace = packed;
       int removed = 0;
-      std::function<void(std::vector<loops::Stmt>&)> unpack = [&](std::vector<loops::Stmt>& body) {
-        for (size_t at = 0; at < body.size();) {
-          loops::Stmt& st = body[at];
-          if (st.kind == loops::StmtKind::Pack && st.rowVar < 0) {
-            body.erase(body.begin() + static_cast<std::ptrdiff_t>(at));
-            ++removed;
-            continue;
-          }
-          if (st.kind == loops::StmtKind::Tile) st.scratch = -1;
-          unpack(st.body);
-          ++at;
+      loops::rewrite(inPlace.kernels[0].body, [&](loops::Stmt& st) -> std::optional<loops::Block> {
+        if (auto* pack = st.getIf<loops::Pack>(); pack && pack->side == loops::PackSide::Columns) {
+          ++removed;
+          return loops::Block{};
         }
-      };
-      unpack(inPlace.kernels[0].body);
+        if (auto* tile = st.getIf<loops::Tile>()) tile->colScratch = -1;
+        return std::nullopt;
+      });
       REQUIRE(removed == 1);
       INFO(loops::printLoopProgram(inPlace));
       REQUIRE(loops::verifyLoopProgram(inPlace).empty());
@@ -648,7 +638,7 @@ TEST_CASE("tile: the verifier checks packs and tiles", "[passes][tile]") {
   CHECK_THAT(problems(noScratch), Catch::Contains("unknown scratch"));
   // The tile binds i itself: an enclosing loop over i is a second binding.
   loops::LoopProgram twice = tiled;
-  twice.kernels[0].body[0].var = 0;
+  twice.kernels[0].body[0].as<loops::Loop>().var = 0;
   CHECK_THAT(problems(twice), Catch::Contains("bound twice"));
 
   Lowered conv = lower("verify conv", kConvPadded);
@@ -656,7 +646,7 @@ TEST_CASE("tile: the verifier checks packs and tiles", "[passes][tile]") {
   REQUIRE(loops::tileContractions(convTiled, avx2Machine(), {}) == 1);
   REQUIRE(loops::verifyLoopProgram(convTiled).empty());
   loops::LoopProgram paddedRows = convTiled;
-  paddedRows.kernels[0].body[0].conds.push_back({IndexExpr::makeConst(0), 1});  // the weights' pack
+  paddedRows.kernels[0].body[0].as<loops::Pack>().padding.push_back({IndexExpr::makeConst(0), 1});  // the weights' pack
   CHECK_THAT(problems(paddedRows), Catch::Contains("row pack with padding conditions"));
   loops::LoopProgram shortWeights = convTiled;
   shortWeights.kernels[0].scratchSizes[0] = 45 * 6;  // one tile's rows of all k, not 18
