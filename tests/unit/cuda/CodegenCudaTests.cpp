@@ -302,7 +302,9 @@ TEST_CASE("codegen-cuda: the cuda target replaces the LLVM passes in the pipelin
   for (const PassInfo* p : buildPipeline(Stage::CUDA, Target::Cuda)) cuda += std::string(p->name) + " ";
   for (const PassInfo* p : buildPipeline(Stage::LLVM, Target::Cpu)) cpu += std::string(p->name) + " ";
   // tile and split-borders do nothing for cuda
-  CHECK(has(cuda, "lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles plan-memory codegen-cuda "));
+  // map-gpu and sync-gpu-threads are the cuda pipeline's own loop passes
+  CHECK(has(cuda, "lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles plan-memory map-gpu "
+                  "sync-gpu-threads codegen-cuda "));
   CHECK_FALSE(has(cuda, "codegen-llvm"));
   CHECK(has(cpu, "codegen-llvm optimize-llvm "));
   CHECK_FALSE(has(cpu, "codegen-cuda"));
