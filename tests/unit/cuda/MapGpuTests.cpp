@@ -44,7 +44,7 @@ TEST_CASE("map-gpu: an elementwise kernel is grid-stride with float4, its loops 
   CHECK(ck.mapping == k.gpu->notes);
 }
 
-TEST_CASE("map-gpu: a fused softmax is row-block; sync-gpu-threads places its combines", "[cuda][map-gpu]") {
+TEST_CASE("map-gpu: a fused softmax is row-block, and sync-gpu-threads places its combines", "[cuda][map-gpu]") {
   std::unique_ptr<Compilation> c = compiled("softmax.tex", {"R=4096", "D=4096"});
   const loops::Kernel& k = c->state.loops->kernels[0];
   REQUIRE(k.gpu);
