@@ -83,6 +83,7 @@ int commandExplain(const ExplainOptions& options);
 int commandCompare(const CompareOptions& options);
 int commandCompile(const CompileOptions& options);
 int commandRun(const RunOptions& options);
-int commandPasses(const std::string& cpu, const std::string& target = "cpu");
+// texc passes: the pipeline that `options`' switches (and `target`) choose; the file is not read.
+int commandPasses(const ProgramOptions& options, const std::string& target = "cpu");
 
 }  // namespace texc

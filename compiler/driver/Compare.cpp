@@ -87,6 +87,7 @@ int commandCompare(const CompareOptions& o) {
     CompileRequest request = opts.request(cuda ? Stage::CUDA : Stage::LLVM);
     if (cuda) request.options.target = Target::Cuda;
     request.options.threads = o.threads;
+    request.printedPassesMustRun = false;  // --fuse=none leaves fuse out of two variants
     std::unique_ptr<Compilation> c = compileProgram(request);
     if (!c->ok) return kExitProgramError;
     const Program& g = *c->state.graph;

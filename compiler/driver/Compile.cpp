@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "compiler/backend/cuda/CodeGenCUDA.h"
 #include "compiler/backend/cuda/CudaDriver.h"
 #include "compiler/backend/cuda/Nvrtc.h"
 #include "compiler/backend/llvm/LLVMTarget.h"

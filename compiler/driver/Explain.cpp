@@ -91,7 +91,9 @@ int commandExplain(const ExplainOptions& o) {
 
   ProgramOptions unfusedOpts = o.program;
   unfusedOpts.fuse = "none";
-  std::unique_ptr<Compilation> unfused = compileProgram(unfusedOpts.request(Stage::Plan));
+  CompileRequest unfusedRequest = unfusedOpts.request(Stage::Plan);
+  unfusedRequest.printedPassesMustRun = false;  // its --fuse=none leaves fuse out
+  std::unique_ptr<Compilation> unfused = compileProgram(unfusedRequest);
   if (!unfused->ok) return kExitProgramError;
   std::unique_ptr<Compilation> fused = compileProgram(o.program.request(Stage::Plan));
   if (!fused->ok) return kExitProgramError;

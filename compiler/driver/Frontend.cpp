@@ -51,6 +51,10 @@ std::unique_ptr<Compilation> compileProgram(const CompileRequest& req) {
   auto c = std::make_unique<Compilation>();
   LetOverrides overrides = parseDefines(req.defines);
   if (std::string err = checkPassNames(req.instrumentation); !err.empty()) throw CommandError{kExitUsage, err};
+  if (req.printedPassesMustRun)
+    if (std::string err = checkPassesInPipeline(req.instrumentation.printAfter, req.instrumentation.printBefore, req.options);
+        !err.empty())
+      throw CommandError{kExitUsage, err};
   c->file = readSourceFile(req.path);
   c->diags = std::make_unique<DiagnosticEngine>(c->file.get());
   CompileState& s = c->state;
@@ -68,7 +72,7 @@ std::unique_ptr<Compilation> compileProgram(const CompileRequest& req) {
     if (!scratch.hasErrors())
       if (auto err = checkOverrides(module, overrides)) throw CommandError{kExitUsage, *err};
   }
-  c->ok = runPipeline(s, buildPipeline(req.until, req.options.target), req.instrumentation, &c->timings);
+  c->ok = runPipeline(s, buildPipeline(req.options, req.until), req.instrumentation, &c->timings);
   c->diags->print(std::cerr, stderrWantsColor());
   if (!s.usageError.empty())
     throw CommandError{kExitUsage, req.options.schedulePath.empty()

@@ -32,6 +32,10 @@ struct CompileRequest {
   Instrumentation instrumentation;
   bool timePasses = false;
   Stage until = Stage::LLVM;
+  // A pass named by --print-after/--print-before that the options leave out of the pipeline is a
+  // usage error (exit 2). Off for the variants a command compiles with switches of its own
+  // (compare's --fuse=none), where the user's print options apply to the passes that do run.
+  bool printedPassesMustRun = true;
 };
 
 // The outcome of compileProgram; `state` holds every IR produced. `ok` is false when the program
@@ -50,8 +54,9 @@ std::unique_ptr<SourceFile> readSourceFile(const std::string& path);
 // Parses "NAME=VALUE" options into overrides (CommandError, exit 2, when malformed).
 LetOverrides parseDefines(const std::vector<std::string>& defines);
 
-// Runs the pipeline up to `request.until`. -D names are checked against the parsed module
-// (CommandError, exit 2). Diagnostics go to standard error.
+// Runs the pipeline of `request.options` (buildPipeline) up to `request.until`. -D names, and the
+// passes the print options name, are checked first (CommandError, exit 2). Diagnostics go to
+// standard error.
 std::unique_ptr<Compilation> compileProgram(const CompileRequest& request);
 
 }  // namespace texc

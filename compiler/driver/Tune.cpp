@@ -22,6 +22,7 @@
 #include "compiler/driver/OutputFile.h"
 #include "compiler/driver/TextTable.h"
 #include "compiler/loops/Schedule.h"
+#include "compiler/passes/loops/MachineInfo.h"
 #include "runtime/CacheDir.h"
 #include "runtime/ThreadPool.h"
 #include "runtime/Timer.h"

@@ -15,10 +15,9 @@ namespace {
 
 using namespace texc;
 
-void addProgramOptions(CLI::App* cmd, ProgramOptions& o, bool pipeline) {
-  cmd->add_option("FILE", o.file, "the .tex program")->required();
-  cmd->add_option("-D", o.defines, "override a literal 'let': -D NAME=VALUE")->type_name("NAME=VALUE");
-  if (!pipeline) return;
+// The switches that choose the pipeline (and what its passes generate): on every command that
+// compiles, and on `texc passes`, which lists the pipeline they choose.
+void addPipelineSwitches(CLI::App* cmd, ProgramOptions& o) {
   // CLI11 reads "-O3" as the short option -O with the value 3.
   cmd->add_option("-O", o.pipeline.optLevel, "optimisation level 0-3 (-O0 calls libm for math functions)")
       ->check(CLI::Range(0, 3))
@@ -34,6 +33,13 @@ void addProgramOptions(CLI::App* cmd, ProgramOptions& o, bool pipeline) {
   cmd->add_option("--cpu", o.pipeline.cpu,
                   "the CPU to generate code for: host, or an LLVM CPU name (haswell, skylake-avx512, znver3, ...)")
       ->capture_default_str();
+}
+
+void addProgramOptions(CLI::App* cmd, ProgramOptions& o, bool pipeline) {
+  cmd->add_option("FILE", o.file, "the .tex program")->required();
+  cmd->add_option("-D", o.defines, "override a literal 'let': -D NAME=VALUE")->type_name("NAME=VALUE");
+  if (!pipeline) return;
+  addPipelineSwitches(cmd, o);
   cmd->add_flag("--print-after-all", o.instrumentation.printAfterAll, "print the IR after every pass (to standard error)");
   cmd->add_option("--print-after", o.printAfter, "print the IR after these passes")->delimiter(',')->type_name("PASS,...");
   cmd->add_option("--print-before", o.printBefore, "print the IR before these passes")->delimiter(',')->type_name("PASS,...");
@@ -108,9 +114,10 @@ int main(int argc, char** argv) {
   tune->add_option("-o", tuneOpts.output, "also write the schedule file here");
   tune->add_flag("--force", tuneOpts.force, "measure again even when this program's schedule is cached");
 
-  CLI::App* passes = app.add_subcommand("passes", "list the pass pipeline in order, after the CPU it generates code for");
-  std::string passesCpu = "host";
-  passes->add_option("--cpu", passesCpu, "the CPU to describe: host, or an LLVM CPU name")->capture_default_str();
+  CLI::App* passes = app.add_subcommand(
+      "passes", "list the pass pipeline that the switches choose, in order, each pass with its condition, after the CPU it generates code for");
+  ProgramOptions passesOpts;
+  addPipelineSwitches(passes, passesOpts);
   std::string passesTarget = "cpu";
   passes->add_option("--target", passesTarget, "list the pipeline of the cpu or the cuda target")
       ->check(CLI::IsMember({"cpu", "cuda"}))
@@ -137,7 +144,7 @@ int main(int argc, char** argv) {
     if (check->parsed()) return commandCheck(checkOpts);
     if (compile->parsed()) return commandCompile(compileOpts);
     if (run->parsed()) return commandRun(runOpts);
-    if (passes->parsed()) return commandPasses(passesCpu, passesTarget);
+    if (passes->parsed()) return commandPasses(passesOpts, passesTarget);
     if (explain->parsed()) return commandExplain(explainOpts);
     if (compare->parsed()) return commandCompare(compareOpts);
     if (tune->parsed()) return commandTune(tuneOpts);

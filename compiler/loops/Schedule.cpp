@@ -5,9 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <sstream>
-#include <thread>
-
-#include "compiler/target/CpuTarget.h"
 
 namespace texc::loops {
 
@@ -28,20 +25,6 @@ bool parseConvMode(const std::string& text, ConvMode& out) {
     }
   return false;
 }
-
-MachineInfo machineInfo(const CpuTarget& cpu) {
-  MachineInfo m;
-  m.vectorFloats = cpu.vectorFloats();
-  m.vectorRegisters = cpu.vectorRegisters();
-  m.l1Bytes = cpu.l1Bytes;
-  m.l2Bytes = cpu.l2Bytes;
-  m.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  m.source = fmt::format("{}{}, {}, {} {}-bit registers; caches {}", cpu.name, cpu.host ? " (host)" : "", cpu.isaName(),
-                         m.vectorRegisters, m.vectorFloats * 32, cpu.cacheSource);
-  return m;
-}
-
-MachineInfo hostMachineInfo() { return machineInfo(cpuTarget("host")); }
 
 TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
                                 bool canBlockK, bool chooseOrder) {

@@ -30,11 +30,11 @@
 #include <string>
 #include <vector>
 
-#include "compiler/target/CpuTarget.h"
-
 namespace texc::loops {
 
-// What the schedule rule needs to know about the host.
+// What the schedule rule needs to know about the machine the code is for: plain data, filled by
+// the loop passes from the target CPU (compiler/passes/loops/MachineInfo.h), so that this layer
+// knows nothing of LLVM's CPU tables.
 struct MachineInfo {
   int vectorFloats = 8;       // f32 lanes of one vector register
   int vectorRegisters = 16;   // architectural vector registers
@@ -43,12 +43,6 @@ struct MachineInfo {
   int threads = 1;            // threads the compiled code will run on: row blocks to share out
   std::string source;         // where the figures came from, for the explanation
 };
-
-// The MachineInfo of `cpu` (--cpu): vector width and register count from its features, cache
-// sizes from sysconf for the host, else the documented defaults for that CPU (CpuTarget.cpp).
-// `threads` is the host's core count.
-MachineInfo machineInfo(const CpuTarget& cpu);
-MachineInfo hostMachineInfo();
 
 // How a convolution (a contraction over several variables, with padding) is computed:
 // implicit GEMM (packed block by block from the input, the default), im2col (the whole patch

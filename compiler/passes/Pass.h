@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "compiler/backend/cuda/CodeGenCUDA.h"
 #include "compiler/graph/Graph.h"
 #include "compiler/loops/LoopIR.h"
 #include "compiler/loops/MemoryPlan.h"
@@ -26,6 +25,10 @@ class Module;
 }  // namespace llvm
 
 namespace texc {
+
+// The CUDA backend's result (compiler/backend/cuda/CodeGenCUDA.h). The backends sit above the
+// passes' interface (docs/architecture.md, "Layers"), so the state holds it by pointer only.
+struct CudaModule;
 
 enum class FuseMode : uint8_t { None, Elementwise, All };
 
@@ -71,7 +74,7 @@ struct CompileState {
   std::optional<loops::MemoryPlan> memoryPlan;  // after plan-memory (none with --no-plan)
   std::unique_ptr<llvm::LLVMContext> llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;  // after codegen-llvm
-  std::optional<CudaModule> cuda;            // after codegen-cuda
+  std::unique_ptr<CudaModule> cuda;          // after codegen-cuda
   // Set by a pass that cannot do what the user's options ask (a schedule naming a loop the
   // kernel does not have): the pipeline stops there and the driver reports a usage error.
   std::string usageError;

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "compiler/backend/cuda/CodeGenCUDA.h"
 #include "runtime/Timer.h"
 
 namespace texc {
@@ -115,7 +116,7 @@ bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, 
       case Stage::Loops: return s.loops.has_value();
       case Stage::Plan: return s.memoryPlan.has_value();
       case Stage::LLVM: return s.llvmModule != nullptr;
-      case Stage::CUDA: return s.cuda.has_value();
+      case Stage::CUDA: return s.cuda != nullptr;
     }
     return false;
   };

@@ -35,7 +35,8 @@ struct PassTiming {
 // Checks that every name in the print options is a pass; returns an error message otherwise.
 std::string checkPassNames(const Instrumentation& inst);
 
-// Runs `pipeline` in order. Stops (returning false) after a pass that reported errors or set
+// Runs `pipeline` in order, every pass of it and nothing else (the driver passes what
+// buildPipeline returns for its options: the passes do not check whether they should run). Stops (returning false) after a pass that reported errors or set
 // CompileState::usageError.
 bool runPipeline(CompileState& state, const std::vector<const PassInfo*>& pipeline, const Instrumentation& inst,
                  std::vector<PassTiming>* timings = nullptr);

@@ -1,56 +1,172 @@
 #include "compiler/passes/Pipeline.h"
 
+#include <fmt/format.h>
+
 #include <string>
 
 namespace texc {
 
 namespace {
 
-// The whole pipeline, one line per pass, with why it runs there.
-const char* const kPipeline[] = {
-    "parse",            // everything starts from the AST
-    "sema",             // ranges, shapes and bounds must be known before any graph is built
-    "split-ops",        // the unfused graph: one node per operator, the baseline every pass improves
-    "constant-fold",    // before simplify, so identities see folded constants (rsqrt(64) -> 0.125)
-    "simplify",         // exact identities; may expose more duplicates for cse
-    "cse",              // before dce, which removes the duplicates cse leaves unread
-    "dce",              //
-    "fuse",             // after the cleanups, so it weighs only what survived; last producer first
-    "dce",              // the fused producers are now unread
-    "lower-to-loops",   // graph -> loop nests
-    "tile",             // on the loop nests, with the fused epilogues already inside them
-    "fuse-row-passes",  // needs the reductions placed in their rows, which lowering does
-    "sink-unit-loops",  // after the rewrites that match nests as lowered; before the user's steps, which name its result
-    "schedule-loops",   // the user's loop transformations, after every automatic rewrite of the nests they name
-    "split-borders",    // last loop rewrite: the guards it drops are the ones lowering, tiling and the user's steps left
-    "fuse-into-tiles",  // on the final nests of both kernels: the proof enumerates what they touch
-    "plan-memory",      // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
-    "map-gpu",          // --target cuda: on the final loop nests, each kernel's strategy and launch; after the plan, which it does not change
-    "sync-gpu-threads", // --target cuda: the combines and barriers of the row-block kernels map-gpu chose
-    "codegen-llvm",     // loop IR -> LLVM IR
-    "optimize-llvm",    // LLVM's own pipeline for the host
-    "codegen-cuda",     // --target cuda: loop IR -> CUDA C, instead of the two LLVM passes
+// Why a pass is left out of the pipeline of some options: empty when it runs.
+using LeftOut = std::string (*)(const PipelineOptions&);
+
+std::string always(const PipelineOptions&) { return ""; }
+
+std::string fusionOff(const PipelineOptions& o) { return o.fuse == FuseMode::None ? "--fuse=none: one kernel per operator" : ""; }
+
+std::string cudaTarget(const PipelineOptions& o, const char* why) {
+  return o.target == Target::Cuda ? fmt::format("--target cuda: {}", why) : "";
+}
+
+// One pass of the pipeline: its name, when it runs (what `texc passes` prints beside it), and
+// the test of the options that leaves it out.
+struct Slot {
+  const char* name;
+  const char* condition;
+  LeftOut leftOut;
 };
 
-// The loop passes of the CUDA pipeline alone: they run only when codegen-cuda does.
-bool cudaOnly(const PassInfo* p) {
-  std::string name = p->name;
-  return name == "map-gpu" || name == "sync-gpu-threads";
+// The whole pipeline, one slot per pass, with why it runs there.
+const Slot kPipeline[] = {
+    // everything starts from the AST
+    {"parse", "always", always},
+    // ranges, shapes and bounds must be known before any graph is built
+    {"sema", "always", always},
+    // the unfused graph: one node per operator, the baseline every pass improves
+    {"split-ops", "always", always},
+    // before simplify, so identities see folded constants (rsqrt(64) -> 0.125)
+    {"constant-fold", "always", always},
+    // exact identities; may expose more duplicates for cse
+    {"simplify", "always", always},
+    // before dce, which removes the duplicates cse leaves unread
+    {"cse", "always", always},
+    {"dce", "always", always},
+    // after the cleanups, so it weighs only what survived; last producer first
+    {"fuse", "fusion on, --fuse=all or elementwise (--fuse=none turns it off)", fusionOff},
+    // the fused producers are now unread
+    {"dce", "after fuse, whose inlined producers it removes (not with --fuse=none)", fusionOff},
+    // graph -> loop nests
+    {"lower-to-loops", "always", always},
+    // on the loop nests, with the fused epilogues already inside them
+    {"tile", "cpu target, tiling on (--no-tile, or `tile = off` in the schedule file, turns it off)",
+     [](const PipelineOptions& o) -> std::string {
+       if (o.target == Target::Cuda) return "--target cuda: the CUDA backend tiles contractions its own way, through shared memory";
+       if (!o.tile) return "--no-tile: contractions keep their lowered nests";
+       if (o.schedule.tile == false) return "`tile = off` in the schedule file: contractions keep their lowered nests";
+       return "";
+     }},
+    // needs the reductions placed in their rows, which lowering does
+    {"fuse-row-passes", "--fuse=all (not with --fuse=none or elementwise)",
+     [](const PipelineOptions& o) -> std::string {
+       return o.fuse != FuseMode::All ? fmt::format("--fuse={}: row passes stay apart", o.fuse == FuseMode::None ? "none" : "elementwise")
+                                      : "";
+     }},
+    // after the rewrites that match nests as lowered; before the user's steps, which name its result
+    {"sink-unit-loops", "cpu target",
+     [](const PipelineOptions& o) { return cudaTarget(o, "the CUDA backend maps the lowered nests to its grid, all loops at once"); }},
+    // the user's loop transformations, after every automatic rewrite of the nests they name; on
+    // the cuda target it runs to say that they do not apply there (a usage error)
+    {"schedule-loops", "a schedule file with `loops` lines (--schedule FILE); cpu target only, an error on cuda",
+     [](const PipelineOptions& o) -> std::string {
+       return o.schedule.loops.empty() ? "no --schedule FILE with `loops` lines: no loop transformations to apply" : "";
+     }},
+    // last loop rewrite: the guards it drops are the ones lowering, tiling and the user's steps left
+    {"split-borders", "cpu target",
+     [](const PipelineOptions& o) -> std::string {
+       if (!o.splitBorders) return "PipelineOptions::splitBorders off (tests only): the guards stay in every iteration";
+       return cudaTarget(o, "a guard on the GPU costs a predicated instruction");
+     }},
+    // on the final nests of both kernels: the proof enumerates what they touch
+    {"fuse-into-tiles", "cpu target, --fuse=all",
+     [](const PipelineOptions& o) -> std::string {
+       if (std::string c = cudaTarget(o, "the CUDA backend keeps one kernel per statement"); !c.empty()) return c;
+       return o.fuse != FuseMode::All ? fmt::format("--fuse={}: the kernels stay apart", o.fuse == FuseMode::None ? "none" : "elementwise")
+                                      : "";
+     }},
+    // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
+    {"plan-memory", "memory plan on (--no-plan turns it off)",
+     [](const PipelineOptions& o) -> std::string {
+       return o.planMemory ? "" : "--no-plan: every intermediate gets a buffer of its own";
+     }},
+    // cuda target: on the final loop nests, each kernel's strategy, launch shape and loop marks;
+    // after the plan, which it does not change
+    {"map-gpu", "cuda target",
+     [](const PipelineOptions& o) -> std::string {
+       return o.target == Target::Cuda ? "" : "--target cpu: the loops stay as the CPU backend runs them";
+     }},
+    // cuda target: the cross-thread combines and barriers of the row-block kernels map-gpu chose
+    {"sync-gpu-threads", "cuda target",
+     [](const PipelineOptions& o) -> std::string {
+       return o.target == Target::Cuda ? "" : "--target cpu: no GPU threads to synchronise";
+     }},
+    // loop IR -> LLVM IR
+    {"codegen-llvm", "cpu target",
+     [](const PipelineOptions& o) { return cudaTarget(o, "codegen-cuda generates the code"); }},
+    // LLVM's own pipeline for the target CPU
+    {"optimize-llvm", "cpu target (-O0 to -O3)",
+     [](const PipelineOptions& o) { return cudaTarget(o, "codegen-cuda generates the code, NVRTC optimises it"); }},
+    // loop IR -> CUDA C, instead of the two LLVM passes
+    {"codegen-cuda", "cuda target",
+     [](const PipelineOptions& o) -> std::string {
+       return o.target == Target::Cuda ? "" : "--target cpu: codegen-llvm generates the code";
+     }},
+};
+
+// Whether the pipeline up to `until` reaches pass `p` (of a pass that runs for the target).
+bool reaches(const PassInfo& p, Stage until, Target target) {
+  // The CUDA target's mapping passes run only when its backend pass does (they prepare it).
+  if (std::string(p.name) == "map-gpu" || std::string(p.name) == "sync-gpu-threads") return until >= Stage::LLVM;
+  if (p.stage <= until) return true;
+  // The CUDA target's backend pass comes with the LLVM stage, as the CPU target's LLVM passes do.
+  return target == Target::Cuda && p.stage == Stage::CUDA && until >= Stage::LLVM;
 }
 
 }  // namespace
 
-std::vector<const PassInfo*> buildPipeline(Stage until, Target target) {
-  std::vector<const PassInfo*> out;
-  for (const char* name : kPipeline) {
-    const PassInfo* p = findPass(name);
-    // Each target keeps its own backend's passes.
-    if (p->stage == (target == Target::Cuda ? Stage::LLVM : Stage::CUDA)) continue;
-    if (cudaOnly(p) && (target != Target::Cuda || until < Stage::LLVM)) continue;
-    if (p->stage > until && !(target == Target::Cuda && p->stage == Stage::CUDA && until >= Stage::LLVM)) break;
-    out.push_back(p);
+std::vector<PipelineEntry> pipelineTable(const PipelineOptions& options, Stage until) {
+  std::vector<PipelineEntry> out;
+  for (const Slot& slot : kPipeline) {
+    const PassInfo* p = findPass(slot.name);
+    if (!slot.leftOut(options).empty()) continue;
+    if (!reaches(*p, until, options.target)) break;
+    out.push_back({p, slot.condition});
   }
   return out;
+}
+
+std::vector<const PassInfo*> buildPipeline(const PipelineOptions& options, Stage until) {
+  std::vector<const PassInfo*> out;
+  for (const PipelineEntry& e : pipelineTable(options, until)) out.push_back(e.pass);
+  return out;
+}
+
+std::string whyNotInPipeline(const std::string& name, const PipelineOptions& options) {
+  std::string why;
+  for (const Slot& slot : kPipeline) {
+    if (name != slot.name) continue;
+    std::string reason = slot.leftOut(options);
+    if (reason.empty()) return "";  // one run of it is in the pipeline (dce runs twice)
+    if (why.empty()) why = reason;
+  }
+  return why;
+}
+
+std::string checkPassesInPipeline(const std::set<std::string>& printAfter, const std::set<std::string>& printBefore,
+                                  const PipelineOptions& options) {
+  for (const auto* names : {&printAfter, &printBefore})
+    for (const std::string& name : *names) {
+      if (!findPass(name)) continue;
+      if (std::string why = whyNotInPipeline(name, options); !why.empty())
+      {
+        // why is "SWITCH: explanation".
+        size_t colon = why.find(": ");
+        return fmt::format("pass '{}' is not in this pipeline ({}): {} (--print-{}={}; `texc passes{}` lists the passes that run)", name,
+                           why.substr(0, colon), colon == std::string::npos ? "" : why.substr(colon + 2),
+                           names == &printAfter ? "after" : "before", name, options.target == Target::Cuda ? " --target cuda" : "");
+      }
+    }
+  return "";
 }
 
 }  // namespace texc

@@ -89,7 +89,7 @@ void runOne(const uint8_t* data, size_t size) {
   s.options.optLevel = static_cast<int>((h / 3) % 4);
   Instrumentation inst;
   inst.verifyEachPass = true;
-  if (!runPipeline(s, buildPipeline(Stage::LLVM), inst)) violated("a program that sema accepted failed to compile", diags.render());
+  if (!runPipeline(s, buildPipeline(s.options, Stage::LLVM), inst)) violated("a program that sema accepted failed to compile", diags.render());
   if (s.options.optLevel >= 2 && s.graph && s.graph->computations.size() > kMaxOptimisedStatements) return;
   // Machine code, as the JIT would make it.
   std::unique_ptr<llvm::TargetMachine> tm = createHostTargetMachine(s.options.optLevel);

@@ -142,7 +142,7 @@ bool compileVariant(const SourceFile& file, DiagnosticEngine& diags, const Varia
   s.options = v.options;
   Instrumentation inst;
   inst.verifyEachPass = true;
-  const bool ran = runPipeline(s, buildPipeline(until), inst);
+  const bool ran = runPipeline(s, buildPipeline(s.options, until), inst);
   if (ran && (until == Stage::LLVM ? s.llvmModule != nullptr : s.loops.has_value())) return true;
   out.verdict = Verdict::Mismatch;
   out.report += "[" + v.name + "] a valid program failed to compile:\n" + diags.render();

@@ -212,8 +212,8 @@ std::string factorText(double f) { return f == static_cast<int64_t>(f) ? fmt::fo
 }  // namespace
 
 bool runFuse(CompileState& s) {
+  // --fuse=none leaves this pass out of the pipeline (Pipeline.cpp).
   s.fusionDecisions.clear();
-  if (s.options.fuse == FuseMode::None) return false;
   Graph& g = *s.graph;
   bool changed = false;
   // Nodes already fused into all their readers: their own reads no longer count.

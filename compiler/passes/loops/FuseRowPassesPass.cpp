@@ -1,12 +1,11 @@
 // fuse-row-passes: a row reduction and the row's store that recomputes its term share one
-// evaluation of the term (FuseRowPasses.h).
+// evaluation of the term (FuseRowPasses.h). The pipeline runs it with --fuse=all (Pipeline.cpp).
 #include "compiler/loops/FuseRowPasses.h"
 #include "compiler/passes/Pass.h"
 
 namespace texc {
 
 bool runFuseRowPasses(CompileState& s) {
-  if (s.options.fuse != FuseMode::All) return false;
   return loops::fuseRowPasses(*s.loops) > 0;
 }
 

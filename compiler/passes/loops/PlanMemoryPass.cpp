@@ -1,15 +1,14 @@
 // plan-memory: places the loop program's intermediates in one arena (MemoryPlan.h). It changes
 // no loop nest; codegen-llvm reads the plan (in-place kernels) and the runtime binds temps by it.
-// With --no-plan it records no plan, and every intermediate gets a buffer of its own. The CUDA
-// backend lays out its device arena by the same plan (CudaExecutable.h), without in-place writes.
+// With --no-plan the pipeline leaves it out (Pipeline.cpp): no plan, and every intermediate gets
+// a buffer of its own. The CUDA backend lays out its device arena by the same plan
+// (CudaExecutable.h), without in-place writes.
 #include "compiler/loops/MemoryPlan.h"
 #include "compiler/passes/Pass.h"
 
 namespace texc {
 
 bool runPlanMemory(CompileState& s) {
-  s.memoryPlan.reset();
-  if (!s.options.planMemory) return false;
   // The CUDA kernels take every buffer as a __restrict__ pointer, so two parameters must never
   // share memory: on that target temps reuse dead blocks but are never written in place.
   loops::PlanOptions options;

@@ -37,10 +37,11 @@ std::string writers(const loops::LoopProgram& p) {
 }  // namespace
 
 bool runScheduleLoops(CompileState& s) {
-  const std::vector<loops::LoopScheduleLine>& lines = s.options.schedule.loops;
-  if (lines.empty()) return false;
-  // The CUDA backend maps the lowered nests to its grid by their shape; it is not taught to
+  // The pipeline runs it when the schedule file has `loops` lines (Pipeline.cpp), on either target:
+  // the CUDA backend maps the lowered nests to its grid by their shape; it is not taught to
   // read transformed ones.
+  const std::vector<loops::LoopScheduleLine>& lines = s.options.schedule.loops;
+  if (lines.empty()) return false;  // nothing to apply: changed nothing
   if (s.options.target == Target::Cuda) {
     s.usageError = fmt::format("line {}: loop transformations apply to the cpu target only", lines.front().line);
     return false;

@@ -33,7 +33,7 @@ std::string compileTo(const std::string& source, Stage until, int optLevel = 3, 
   REQUIRE(loops::parseScheduleText(schedule, state.options.schedule) == "");
   Instrumentation inst;
   inst.verifyEachPass = true;
-  bool ok = runPipeline(state, buildPipeline(until), inst);
+  bool ok = runPipeline(state, buildPipeline(state.options, until), inst);
   INFO(diags.render());
   REQUIRE(ok);
   if (inspect) inspect(state);
@@ -175,7 +175,7 @@ output y = t2 - x
   state.options.planMemory = plan;
   Instrumentation inst;
   inst.verifyEachPass = true;
-  bool ok = runPipeline(state, buildPipeline(Stage::LLVM), inst);
+  bool ok = runPipeline(state, buildPipeline(state.options, Stage::LLVM), inst);
   INFO(diags.render());
   REQUIRE(ok);
   if (plan) {

@@ -105,9 +105,11 @@ TEST_CASE("map-gpu: the options turn strategies off, and the CPU pipeline never 
 
 TEST_CASE("map-gpu: the pipeline runs the mapping passes before codegen-cuda, for cuda only", "[cuda][map-gpu]") {
   std::string cuda, cpu, cudaLoops;
-  for (const PassInfo* p : buildPipeline(Stage::CUDA, Target::Cuda)) cuda += std::string(p->name) + " ";
-  for (const PassInfo* p : buildPipeline(Stage::LLVM, Target::Cpu)) cpu += std::string(p->name) + " ";
-  for (const PassInfo* p : buildPipeline(Stage::Plan, Target::Cuda)) cudaLoops += std::string(p->name) + " ";
+  PipelineOptions cudaOptions, cpuOptions;
+  cudaOptions.target = Target::Cuda;
+  for (const PassInfo* p : buildPipeline(cudaOptions, Stage::CUDA)) cuda += std::string(p->name) + " ";
+  for (const PassInfo* p : buildPipeline(cpuOptions, Stage::LLVM)) cpu += std::string(p->name) + " ";
+  for (const PassInfo* p : buildPipeline(cudaOptions, Stage::Plan)) cudaLoops += std::string(p->name) + " ";
   CHECK(has(cuda, "plan-memory map-gpu sync-gpu-threads codegen-cuda "));
   CHECK_FALSE(has(cpu, "map-gpu"));
   CHECK_FALSE(has(cpu, "sync-gpu-threads"));

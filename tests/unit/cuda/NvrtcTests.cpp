@@ -10,6 +10,7 @@
 #include <map>
 
 #include "CudaTestSupport.h"
+#include "compiler/backend/cuda/CodeGenCUDA.h"
 #include "compiler/backend/cuda/Nvrtc.h"
 #include "runtime/Timer.h"
 #include "tests/support/Skip.h"

@@ -298,6 +298,35 @@ TEST_CASE("compile: an unknown pass name is exit 2 with the list of passes", "[d
   }
 }
 
+TEST_CASE("compile: --print-after a pass that is not in this pipeline is exit 2 and prints nothing", "[driver][compile][pipeline]") {
+  Sandbox box;
+  struct Case {
+    std::vector<std::string> more;
+    std::string message;
+  };
+  const Case cases[] = {
+      {{"--target", "cuda", "--print-after=tile", "-o", "x.cu"}, "pass 'tile' is not in this pipeline (--target cuda): "},
+      {{"--no-tile", "--print-after=sema,tile", "-o", "x.ll"}, "pass 'tile' is not in this pipeline (--no-tile): "},
+      {{"--fuse", "none", "--print-before=fuse", "-o", "x.ll"}, "pass 'fuse' is not in this pipeline (--fuse=none): "},
+      {{"--print-after=schedule-loops", "-o", "x.ll"}, "pass 'schedule-loops' is not in this pipeline (no --schedule FILE"},
+  };
+  for (const Case& c : cases) {
+    Snapshot before = snapshot(box.work());
+    std::vector<std::string> args = convPool({"--cpu", "haswell"});
+    args.insert(args.end(), c.more.begin(), c.more.end());
+    Result r = runTexc(box, args);
+    INFO(r.describe());
+    CHECK_FALSE(r.crashed);
+    CHECK(r.status == 2);
+    CHECK(contains(r.err, c.message));
+    CHECK_FALSE(contains(r.err, "// ----- IR"));  // no partial output
+    CHECK(snapshot(box.work()) == before);
+  }
+  // In the pipeline, the same pass prints as before.
+  Result ok = expectSuccess(box, convPool({"--cpu", "haswell", "--print-after=tile", "-o", "y.ll"}));
+  CHECK(contains(ok.err, "// ----- IR after tile -----"));
+}
+
 TEST_CASE("compile: --dump-dir writes one numbered file per pass and the final .ll", "[driver][compile]") {
   Sandbox box;
   std::vector<std::string> passes = listedPasses(box);

@@ -88,13 +88,69 @@ TEST_CASE("passes: --target cuda lists the CUDA pipeline, ending in codegen-cuda
   Sandbox box;
   std::string out = expectStatus(box, {"passes", "--target", "cuda"}, 0).out;
   CHECK(out.rfind("# target cuda", 0) == 0);
-  CHECK(contains(out, "codegen-cuda"));
-  CHECK_FALSE(contains(out, "codegen-llvm"));
-  CHECK_FALSE(contains(out, "optimize-llvm"));
+  // The numbered lines ("NN. name ..."); the passes left out are named only in `#` lines.
+  CHECK(contains(out, ". codegen-cuda "));
+  CHECK_FALSE(contains(out, ". codegen-llvm "));
+  CHECK_FALSE(contains(out, ". optimize-llvm "));
   std::string cpu = expectStatus(box, {"passes"}, 0).out;
-  CHECK(contains(cpu, "optimize-llvm"));
-  CHECK_FALSE(contains(cpu, "codegen-cuda"));
+  CHECK(contains(cpu, ". optimize-llvm "));
+  CHECK_FALSE(contains(cpu, ". codegen-cuda "));
   CHECK(contains(expectStatus(box, {"passes", "--target", "gpu"}, 2).err, "gpu"));
+}
+
+namespace {
+
+// The numbered lines of `texc passes`: the pass names, in order.
+std::vector<std::string> numberedPasses(const std::string& out) {
+  std::vector<std::string> names;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string number, name;
+    if (words >> number >> name && number.back() == '.') names.push_back(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("passes: lists exactly the pipeline that runs, each pass with its condition", "[driver][compile][pipeline]") {
+  Sandbox box;
+  std::string cuda = expectStatus(box, {"passes", "--target", "cuda", "--cpu", "haswell"}, 0).out;
+  std::vector<std::string> names = numberedPasses(cuda);
+  std::string list;
+  for (const std::string& n : names) list += n + " ";
+  CHECK(list == "parse sema split-ops constant-fold simplify cse dce fuse dce lower-to-loops fuse-row-passes plan-memory codegen-cuda ");
+  // Each numbered line ends with its condition; the passes left out follow as comments, with why.
+  CHECK(contains(cuda, " 1. parse            lex and parse the source into an AST (syntax errors stop here)  [runs: always]\n"));
+  CHECK(contains(cuda, "codegen-cuda"));
+  CHECK(contains(cuda, "[runs: cuda target]"));
+  CHECK(contains(cuda, "# not in this pipeline: tile (--target cuda: "));
+  CHECK(contains(cuda, "# not in this pipeline: codegen-llvm (--target cuda: "));
+  CHECK(contains(cuda, "# not in this pipeline: schedule-loops (no --schedule FILE"));
+
+  std::string cpu = expectStatus(box, {"passes", "--cpu", "haswell"}, 0).out;
+  CHECK(cpu.rfind("# cpu haswell: ", 0) == 0);
+  CHECK(contains(cpu, "[runs: cpu target, tiling on (--no-tile"));
+  CHECK(contains(cpu, "# not in this pipeline: codegen-cuda (--target cpu: "));
+  std::vector<std::string> cpuNames = numberedPasses(cpu);
+  CHECK(std::find(cpuNames.begin(), cpuNames.end(), "tile") != cpuNames.end());
+
+  // The pipeline switches choose the list.
+  std::vector<std::string> untiled = numberedPasses(expectStatus(box, {"passes", "--no-tile", "--cpu", "haswell"}, 0).out);
+  CHECK(untiled.size() + 1 == cpuNames.size());
+  CHECK(std::find(untiled.begin(), untiled.end(), "tile") == untiled.end());
+  std::string unfused = expectStatus(box, {"passes", "--fuse", "none", "--no-plan", "--cpu", "haswell"}, 0).out;
+  std::vector<std::string> unfusedNames = numberedPasses(unfused);
+  CHECK(std::find(unfusedNames.begin(), unfusedNames.end(), "fuse") == unfusedNames.end());
+  CHECK(contains(unfused, "# not in this pipeline: fuse (--fuse=none: "));
+  CHECK(contains(unfused, "# not in this pipeline: plan-memory (--no-plan: "));
+  fs::path sched = box.input("steps.sched", "loops C: split j 4\n");
+  std::vector<std::string> scheduled =
+      numberedPasses(expectStatus(box, {"passes", "--schedule", sched.string(), "--cpu", "haswell"}, 0).out);
+  CHECK(std::find(scheduled.begin(), scheduled.end(), "schedule-loops") != scheduled.end());
+  CHECK(scheduled.size() == cpuNames.size() + 1);
 }
 
 }  // namespace texc::drivertest

@@ -1,5 +1,6 @@
 // Loop transformations through the command line: a schedule file's `loops` lines change what
-// --emit loops and --print-after=schedule-loops show, run gives the reference's values with
+// --emit loops and --print-after=schedule-loops show (without them the pass is not in the
+// pipeline, and printing after it is exit 2), run gives the reference's values with
 // them, and every step that cannot be applied is a usage error (exit 2) naming the schedule
 // line, with no output written.
 #include <catch2/catch.hpp>
@@ -36,9 +37,10 @@ TEST_CASE("schedule-loops on the command line: --emit loops, --print-after and r
   Result printed = expectStatus(box, {"compile", program, "--schedule", sched, "--print-after=schedule-loops", "-o", "/dev/null"}, 0);
   CHECK(contains(printed.err, "// ----- IR after schedule-loops -----\n"));
   CHECK(contains(printed.err, "  for j.o < 3 parallel\n"));
-  // Without loops lines the pass changes nothing.
-  Result plain = expectStatus(box, {"compile", program, "--print-after=schedule-loops", "-o", "/dev/null"}, 0);
-  CHECK(contains(plain.err, "// ----- IR after schedule-loops -----\n(unchanged)\n"));
+  // Without loops lines the pass is not in the pipeline: printing after it is a usage error.
+  Result plain = expectStatus(box, {"compile", program, "--print-after=schedule-loops", "-o", "/dev/null"}, 2);
+  CHECK(contains(plain.err, "pass 'schedule-loops' is not in this pipeline (no --schedule FILE with `loops` lines)"));
+  CHECK_FALSE(contains(plain.err, "// ----- IR"));
 
   Result run = expectStatus(box, {"run", program, "--schedule", sched, "--random", "1", "--threads", "2", "--check"}, 0);
   CHECK(contains(run.out, "Y: max abs error"));

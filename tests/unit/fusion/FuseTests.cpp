@@ -36,13 +36,16 @@ std::unique_ptr<Compiled> compile(const std::string& source, FuseMode mode, LetO
   c->state.options.schedule.conv = conv;
   Instrumentation inst;
   inst.verifyEachPass = true;
-  std::vector<const PassInfo*> front = buildPipeline(Stage::Sema);
+  std::vector<const PassInfo*> front = buildPipeline(c->state.options, Stage::Sema);
   bool ok = runPipeline(c->state, front, inst);
   INFO(c->diags->render());
   REQUIRE(ok);
   c->analysed = *c->state.graph;
   std::vector<const PassInfo*> graphPasses;
-  for (const char* name : {"split-ops", "constant-fold", "simplify", "cse", "dce", "fuse", "dce"}) graphPasses.push_back(findPass(name));
+  // split-ops ... dce, then fuse and dce again when the mode fuses (buildPipeline leaves them out
+  // under --fuse=none).
+  for (const PassInfo* p : buildPipeline(c->state.options, Stage::Graph))
+    if (p->stage == Stage::Graph) graphPasses.push_back(p);
   REQUIRE(runPipeline(c->state, graphPasses, inst));
   return c;
 }

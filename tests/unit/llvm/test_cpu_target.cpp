@@ -11,6 +11,7 @@
 
 #include "compiler/backend/llvm/LLVMTarget.h"
 #include "compiler/loops/Schedule.h"
+#include "compiler/passes/loops/MachineInfo.h"
 #include "compiler/target/CpuTarget.h"
 
 using texc::cpuTarget;

@@ -27,7 +27,7 @@ void aroundPass(const TestProgram& program, const std::string& name, Graph& befo
   std::unique_ptr<Session> s = startSession(program);
   const PassInfo* pass = findPass(name);
   REQUIRE(pass != nullptr);
-  for (const PassInfo* p : buildPipeline(Stage::Graph)) {
+  for (const PassInfo* p : buildPipeline(s->state().options, Stage::Graph)) {
     if (p == pass) break;
     s->runPass(*p);
   }
@@ -69,7 +69,7 @@ void store(Tensor& t, int64_t i, double v) {
 // per input, stored in the input's dtype) and returns the first output as doubles.
 std::vector<double> runCompiled(const TestProgram& program, const std::vector<std::vector<double>>& inputs) {
   std::unique_ptr<Session> s = startSession(program);
-  REQUIRE(s->runThroughPassManager(buildPipeline(Stage::LLVM), Instrumentation{}));
+  REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::LLVM), Instrumentation{}));
   CompileState& st = s->state();
   const Graph& g = *st.graph;
   REQUIRE(inputs.size() == g.inputs.size());
@@ -202,7 +202,7 @@ TEST_CASE("bug: the graph passes keep reduction ids unique within a computation"
                                 "output t[i] = pow(sum(k: x[i, k]), 2)\n");
   std::unique_ptr<Session> s = startSession(p);
   std::string duplicates;
-  for (const PassInfo* pass : buildPipeline(Stage::Graph)) {
+  for (const PassInfo* pass : buildPipeline(s->state().options, Stage::Graph)) {
     s->runPass(*pass);
     REQUIRE(s->failure() == "");
     if (pass->stage != Stage::Graph) continue;

@@ -138,7 +138,7 @@ TEST_CASE("fuse-into-tiles: in the pipeline, with --fuse=all only, and explained
     ProgramOptions po;
     po.fuse = mode;
     std::unique_ptr<Session> s = startSession(inlineProgram("pipeline", convPool(1, 4, 8, 8, 8, 2, 2), po));
-    REQUIRE(s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{}));
+    REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::Loops), Instrumentation{}));
     if (decisions) *decisions = s->state().fusionDecisions;
     return s->state().loops->kernels.size();
   };

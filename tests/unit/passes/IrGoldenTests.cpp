@@ -1,6 +1,6 @@
 // Golden tests of the dataflow IR (`texc compile --emit ir`, with the default fusion and with
 // --fuse=none) and of the loop IR (`--emit loops`), produced in-process through the pass
-// pipeline: a CompileState run by runPipeline(buildPipeline(stage)), then printStage.
+// pipeline: a CompileState run by runPipeline(buildPipeline(options, stage)), then printStage.
 //
 // The programs are every examples/*.tex, compiled with the small sizes of
 // tests/golden/graph/example-sizes.txt, and every tests/golden/graph/*.tex (options from its
@@ -60,7 +60,7 @@ std::string compileToText(const TestProgram& program, FuseMode fuse, Stage stage
   // The tiled nests depend on the host's caches and vector registers; tests/unit/passes/
   // TileTests.cpp checks them with a fixed machine.
   s->state().options.tile = false;
-  if (!s->runThroughPassManager(buildPipeline(stage), Instrumentation{})) {
+  if (!s->runThroughPassManager(buildPipeline(s->state().options, stage), Instrumentation{})) {
     failure = s->failure();
     return "";
   }

@@ -196,7 +196,7 @@ TEST_CASE("memory plan property: random dataflow graphs never share live bytes a
     INFO("graph " << graph << ", fuse mode " << static_cast<int>(options.fuse) << ":\n" << text);
 
     std::unique_ptr<Session> s = startSession(inlineProgram(fmt::format("random{}", graph), text, options));
-    bool compiled = s->runThroughPassManager(buildPipeline(Stage::Plan), Instrumentation{});
+    bool compiled = s->runThroughPassManager(buildPipeline(s->state().options, Stage::Plan), Instrumentation{});
     INFO(s->failure());
     REQUIRE(compiled);
     REQUIRE(s->state().memoryPlan);
@@ -241,7 +241,7 @@ TEST_CASE("memory plan property: random dataflow graphs never share live bytes a
         std::unique_ptr<Session> js = startSession(inlineProgram(fmt::format("random{}", graph), text, options));
         js->state().options.optLevel = opt;
         js->state().options.planMemory = p == 1;
-        REQUIRE(js->runThroughPassManager(buildPipeline(Stage::LLVM), Instrumentation{}));
+        REQUIRE(js->runThroughPassManager(buildPipeline(js->state().options, Stage::LLVM), Instrumentation{}));
         REQUIRE(js->state().memoryPlan.has_value() == (p == 1));
         results[p] = runJit(*js, static_cast<uint64_t>(graph), pool);
       }

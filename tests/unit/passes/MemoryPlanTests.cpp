@@ -340,7 +340,7 @@ TEST_CASE("memory plan: golden print of gelu unfused, blocks equal the most temp
   program.options.overrides = {{"N", 4}, {"D", 8}};
   program.options.fuse = FuseMode::None;
   std::unique_ptr<Session> s = startSession(program);
-  REQUIRE(s->runThroughPassManager(buildPipeline(Stage::Plan), Instrumentation{}));
+  REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::Plan), Instrumentation{}));
   REQUIRE(s->state().memoryPlan);
   const MemoryPlan& plan = *s->state().memoryPlan;
   CHECK(verifyMemoryPlan(*s->state().loops, plan).empty());
@@ -364,7 +364,7 @@ TEST_CASE("memory plan: --no-plan records no plan and prints so", "[passes][memp
   program.options.fuse = FuseMode::None;
   std::unique_ptr<Session> s = startSession(program);
   s->state().options.planMemory = false;
-  REQUIRE(s->runThroughPassManager(buildPipeline(Stage::Plan), Instrumentation{}));
+  REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::Plan), Instrumentation{}));
   CHECK_FALSE(s->state().memoryPlan.has_value());
   CHECK(printStage(s->state(), Stage::Plan) == "(no memory plan: --no-plan, one buffer per intermediate)\n");
 }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -73,7 +74,7 @@ std::vector<std::pair<std::string, std::string>> sections(const std::string& pri
 }
 
 TEST_CASE("pass manager: --print-after-all prints every pass, '(unchanged)' when it returned false", "[passes][manager]") {
-  std::vector<const PassInfo*> pipeline = buildPipeline(Stage::Loops);
+  std::vector<const PassInfo*> pipeline = buildPipeline(PipelineOptions{}, Stage::Loops);
   std::vector<bool> changed;
   std::vector<std::string> texts = textsAfterEachPass(gelu(), pipeline, &changed);
 
@@ -109,7 +110,7 @@ TEST_CASE("pass manager: --print-after-all prints every pass, '(unchanged)' when
 }
 
 TEST_CASE("pass manager: --print-after prints only the passes named, every time they run", "[passes][manager]") {
-  std::vector<const PassInfo*> pipeline = buildPipeline(Stage::Graph);
+  std::vector<const PassInfo*> pipeline = buildPipeline(PipelineOptions{}, Stage::Graph);
   std::vector<std::string> texts = textsAfterEachPass(gelu(), pipeline);
   std::ostringstream printed;
   Instrumentation inst;
@@ -127,7 +128,7 @@ TEST_CASE("pass manager: --print-after prints only the passes named, every time 
 }
 
 TEST_CASE("pass manager: --print-before prints the IR the pass gets", "[passes][manager]") {
-  std::vector<const PassInfo*> pipeline = buildPipeline(Stage::Graph);
+  std::vector<const PassInfo*> pipeline = buildPipeline(PipelineOptions{}, Stage::Graph);
   REQUIRE(std::string(pipeline[2]->name) == "split-ops");
   REQUIRE(std::string(pipeline[4]->name) == "simplify");
   std::vector<std::string> texts = textsAfterEachPass(gelu(), pipeline);
@@ -143,7 +144,7 @@ TEST_CASE("pass manager: --print-before prints the IR the pass gets", "[passes][
   CHECK(secs[0].first == "// ----- IR before split-ops -----");
   // Before split-ops the graph is the analysed program: one node per statement.
   std::unique_ptr<Session> analysed = startSession(gelu());
-  for (const PassInfo* p : buildPipeline(Stage::Sema)) analysed->runPass(*p);
+  for (const PassInfo* p : buildPipeline(PipelineOptions{}, Stage::Sema)) analysed->runPass(*p);
   CHECK(secs[0].second == printStage(analysed->state(), Stage::Graph));
   CHECK(secs[0].second.find("%y[i0, i1] = fused ") != std::string::npos);
   CHECK(secs[1].first == "// ----- IR before simplify -----");
@@ -168,7 +169,7 @@ TEST_CASE("pass manager: --print-before prints the IR the pass gets", "[passes][
 // yet; the graph it lowers is not shown), and before sema "(no program: analysis failed)", though
 // nothing failed. The IR a pass gets is what the pass before it left.
 TEST_CASE("bug: --print-before prints the IR the pass gets, for passes that change stage", "[passes][manager][bug]") {
-  std::vector<const PassInfo*> pipeline = buildPipeline(Stage::Loops);
+  std::vector<const PassInfo*> pipeline = buildPipeline(PipelineOptions{}, Stage::Loops);
   std::vector<std::string> texts = textsAfterEachPass(gelu(), pipeline);
   size_t lower = 0;
   while (lower < pipeline.size() && std::string(pipeline[lower]->name) != "lower-to-loops") ++lower;
@@ -192,7 +193,7 @@ TEST_CASE("bug: --print-before prints the IR the pass gets, for passes that chan
 }
 
 TEST_CASE("pass manager: --dump-dir writes one numbered file per pass run", "[passes][manager]") {
-  std::vector<const PassInfo*> pipeline = buildPipeline(Stage::Loops);
+  std::vector<const PassInfo*> pipeline = buildPipeline(PipelineOptions{}, Stage::Loops);
   std::vector<std::string> texts = textsAfterEachPass(gelu(), pipeline);
   TempDir dir;
   Instrumentation inst;
@@ -227,7 +228,7 @@ TEST_CASE("pass manager: texc's --dump-dir numbers the files as texc passes list
   req.instrumentation.dumpDir = dir.path.string();
   std::unique_ptr<Compilation> c = compileProgram(req);
   REQUIRE(c->ok);
-  std::vector<const PassInfo*> pipeline = buildPipeline(Stage::Loops);
+  std::vector<const PassInfo*> pipeline = buildPipeline(PipelineOptions{}, Stage::Loops);
   std::vector<std::string> expectedNames;
   for (size_t i = 0; i < pipeline.size(); ++i)
     expectedNames.push_back(fmt::format("{:02d}-{}.{}", i + 1, pipeline[i]->name, extensionOf(pipeline[i]->stage)));
@@ -274,7 +275,7 @@ bool breakGraph(CompileState& s) {
 
 TEST_CASE("pass manager: the verifier after each pass names the pass that broke the IR", "[passes][manager]") {
   PassInfo broken{"break-graph", Stage::Graph, "makes the graph invalid", &breakGraph};
-  std::vector<const PassInfo*> pipeline = buildPipeline(Stage::Graph);
+  std::vector<const PassInfo*> pipeline = buildPipeline(PipelineOptions{}, Stage::Graph);
   pipeline.push_back(&broken);
 
   Instrumentation inst;
@@ -298,14 +299,14 @@ TEST_CASE("pass manager: the verifier after each pass names the pass that broke 
 TEST_CASE("pass manager: the pipeline stops after a pass that reported errors", "[passes][manager]") {
   std::vector<PassTiming> timings;
   std::unique_ptr<Session> syntax = startSession(inlineProgram("syntax", "input x : f32[4]\noutput y = x +\n"));
-  CHECK_FALSE(runPipeline(syntax->state(), buildPipeline(Stage::Graph), Instrumentation{}, &timings));
+  CHECK_FALSE(runPipeline(syntax->state(), buildPipeline(PipelineOptions{}, Stage::Graph), Instrumentation{}, &timings));
   REQUIRE(timings.size() == 1);
   CHECK(timings[0].name == "parse");
   CHECK(syntax->diags().hasErrors());
 
   timings.clear();
   std::unique_ptr<Session> semantic = startSession(inlineProgram("semantic", "input x : f32[4]\noutput y = x + z\n"));
-  CHECK_FALSE(runPipeline(semantic->state(), buildPipeline(Stage::Graph), Instrumentation{}, &timings));
+  CHECK_FALSE(runPipeline(semantic->state(), buildPipeline(PipelineOptions{}, Stage::Graph), Instrumentation{}, &timings));
   REQUIRE(timings.size() == 2);
   CHECK(timings[1].name == "sema");
   CHECK_FALSE(semantic->state().loops);
@@ -323,9 +324,12 @@ TEST_CASE("pass manager: --time-passes prints one line per pass run and the tota
 }
 
 TEST_CASE("pass manager: the pipeline order and the stages it stops at", "[passes][manager]") {
-  auto names = [](Stage until) {
+  // With a schedule file's `loops` line, so that every cpu pass is in the pipeline.
+  PipelineOptions scheduled;
+  REQUIRE(loops::parseScheduleText("loops Y: split j 4\n", scheduled.schedule) == "");
+  auto names = [&](Stage until) {
     std::string s;
-    for (const PassInfo* p : buildPipeline(until)) s += (s.empty() ? "" : " ") + std::string(p->name);
+    for (const PassInfo* p : buildPipeline(scheduled, until)) s += (s.empty() ? "" : " ") + std::string(p->name);
     return s;
   };
   CHECK(names(Stage::Ast) == "parse");
@@ -337,8 +341,178 @@ TEST_CASE("pass manager: the pipeline order and the stages it stops at", "[passe
   CHECK(graph.substr(graph.size() - 4) == " dce");
   CHECK(names(Stage::Loops) == graph + " lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles");
   CHECK(names(Stage::Plan) == graph + " lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles plan-memory");
-  for (const PassInfo* p : buildPipeline(Stage::LLVM)) CHECK(findPass(p->name) == p);
+  for (const PassInfo* p : buildPipeline(PipelineOptions{}, Stage::LLVM)) CHECK(findPass(p->name) == p);
   CHECK(findPass("no-such-pass") == nullptr);
+}
+
+
+// ---- buildPipeline: the one place that decides which passes run -----------------------------
+
+std::vector<std::string> passNames(const PipelineOptions& options, Stage until = Stage::LLVM) {
+  std::vector<std::string> out;
+  for (const PassInfo* p : buildPipeline(options, until)) out.push_back(p->name);
+  return out;
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : " ") + n;
+  return s;
+}
+
+TEST_CASE("pipeline: the cpu target with the default switches", "[passes][manager][pipeline]") {
+  PipelineOptions cpu;
+  CHECK(joined(passNames(cpu)) ==
+        "parse sema split-ops constant-fold simplify cse dce fuse dce lower-to-loops tile fuse-row-passes sink-unit-loops "
+        "split-borders fuse-into-tiles plan-memory codegen-llvm optimize-llvm");
+  // No schedule file: schedule-loops has nothing to apply and is not in the pipeline.
+  CHECK_FALSE(has(passNames(cpu), "schedule-loops"));
+  CHECK_FALSE(has(passNames(cpu), "codegen-cuda"));
+  // Each pass with its condition beside it; the table and the list agree.
+  std::vector<PipelineEntry> table = pipelineTable(cpu);
+  REQUIRE(table.size() == buildPipeline(cpu).size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    INFO(table[i].pass->name);
+    CHECK(table[i].pass == buildPipeline(cpu)[i]);
+    CHECK_FALSE(table[i].condition.empty());
+    CHECK(whyNotInPipeline(table[i].pass->name, cpu) == "");
+  }
+  CHECK(table[0].condition == "always");
+  CHECK(whyNotInPipeline("schedule-loops", cpu).rfind("no --schedule FILE", 0) == 0);
+}
+
+TEST_CASE("pipeline: the cuda target leaves out the cpu passes and ends in codegen-cuda", "[passes][manager][pipeline]") {
+  PipelineOptions cuda;
+  cuda.target = Target::Cuda;
+  CHECK(joined(passNames(cuda)) ==
+        "parse sema split-ops constant-fold simplify cse dce fuse dce lower-to-loops fuse-row-passes plan-memory codegen-cuda");
+  for (const char* name : {"tile", "sink-unit-loops", "split-borders", "fuse-into-tiles", "codegen-llvm", "optimize-llvm"}) {
+    INFO(name);
+    CHECK(whyNotInPipeline(name, cuda).rfind("--target cuda: ", 0) == 0);
+  }
+  CHECK(whyNotInPipeline("codegen-cuda", PipelineOptions{}).rfind("--target cpu: ", 0) == 0);
+  // Up to the loop IR, no backend pass.
+  CHECK(passNames(cuda, Stage::Loops).back() == "fuse-row-passes");
+}
+
+TEST_CASE("pipeline: --no-tile, --fuse, --no-plan and the schedule file choose the passes", "[passes][manager][pipeline]") {
+  PipelineOptions defaults;
+  std::vector<std::string> all = passNames(defaults);
+  auto without = [&](std::initializer_list<const char*> names) {
+    std::vector<std::string> out;
+    for (const std::string& n : all) {
+      bool drop = false;
+      for (const char* m : names) drop |= n == m;
+      if (!drop) out.push_back(n);
+    }
+    return joined(out);
+  };
+
+  PipelineOptions noTile;
+  noTile.tile = false;
+  CHECK(joined(passNames(noTile)) == without({"tile"}));
+  CHECK(whyNotInPipeline("tile", noTile).rfind("--no-tile: ", 0) == 0);
+
+  PipelineOptions tileOff;
+  REQUIRE(loops::parseScheduleText("tile = off\n", tileOff.schedule) == "");
+  CHECK(joined(passNames(tileOff)) == without({"tile"}));
+
+  // A schedule file with `loops` lines: schedule-loops after sink-unit-loops, before split-borders.
+  PipelineOptions scheduled;
+  REQUIRE(loops::parseScheduleText("mr = 4\nloops Y: split j 4\n", scheduled.schedule) == "");
+  std::string withSchedule = joined(passNames(scheduled));
+  CHECK(withSchedule.find("tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles") != std::string::npos);
+  CHECK(whyNotInPipeline("schedule-loops", scheduled) == "");
+  // A schedule file without them: tile settings only.
+  PipelineOptions tileSettings;
+  REQUIRE(loops::parseScheduleText("mr = 4\n", tileSettings.schedule) == "");
+  CHECK(joined(passNames(tileSettings)) == joined(all));
+  // On the cuda target the loop lines are a usage error, which schedule-loops reports: it stays.
+  scheduled.target = Target::Cuda;
+  CHECK(has(passNames(scheduled), "schedule-loops"));
+
+  PipelineOptions none;
+  none.fuse = FuseMode::None;
+  // No fuse, and no dce after it (nothing was fused, nothing left unread); no loop fusion either.
+  std::vector<std::string> unfused = passNames(none);
+  CHECK(joined(unfused) ==
+        "parse sema split-ops constant-fold simplify cse dce lower-to-loops tile sink-unit-loops split-borders plan-memory "
+        "codegen-llvm optimize-llvm");
+  CHECK(std::count(unfused.begin(), unfused.end(), "dce") == 1);
+  CHECK(whyNotInPipeline("fuse", none).rfind("--fuse=none: ", 0) == 0);
+  CHECK(whyNotInPipeline("dce", none) == "");  // its first run stays
+
+  PipelineOptions elementwise;
+  elementwise.fuse = FuseMode::Elementwise;
+  CHECK(joined(passNames(elementwise)) == without({"fuse-row-passes", "fuse-into-tiles"}));
+
+  PipelineOptions noPlan;
+  noPlan.planMemory = false;
+  CHECK(joined(passNames(noPlan)) == without({"plan-memory"}));
+  CHECK(whyNotInPipeline("plan-memory", noPlan).rfind("--no-plan: ", 0) == 0);
+
+  // -O0..-O3 change what optimize-llvm does, not whether it runs.
+  PipelineOptions o0;
+  o0.optLevel = 0;
+  CHECK(joined(passNames(o0)) == joined(all));
+}
+
+TEST_CASE("pipeline: the pass manager runs exactly the passes buildPipeline returns", "[passes][manager][pipeline]") {
+  for (bool cuda : {false, true}) {
+    CompileRequest req;
+    req.path = (sourceRoot() / "examples" / "conv_pool.tex").string();
+    req.defines = {"C=4", "K=4", "H=8", "W=8"};
+    req.until = cuda ? Stage::CUDA : Stage::LLVM;
+    req.options.cpu = "haswell";
+    req.options.tile = false;
+    req.options.fuse = FuseMode::Elementwise;
+    if (cuda) req.options.target = Target::Cuda;
+    std::unique_ptr<Compilation> c = compileProgram(req);
+    REQUIRE(c->ok);
+    std::vector<std::string> ran;
+    for (const PassTiming& t : c->timings) ran.push_back(t.name);
+    INFO(joined(ran));
+    CHECK(ran == passNames(req.options, req.until));
+    CHECK_FALSE(has(ran, "tile"));
+    CHECK_FALSE(has(ran, "fuse-into-tiles"));
+  }
+}
+
+TEST_CASE("pipeline: printing after a pass that is not in this pipeline is a usage error", "[passes][manager][pipeline]") {
+  PipelineOptions cuda;
+  cuda.target = Target::Cuda;
+  std::string err = checkPassesInPipeline({"tile"}, {}, cuda);
+  CHECK(err.rfind("pass 'tile' is not in this pipeline (--target cuda): ", 0) == 0);
+  CHECK(err.find("texc passes --target cuda") != std::string::npos);
+  CHECK(checkPassesInPipeline({}, {"sink-unit-loops"}, cuda).find("--print-before=sink-unit-loops") != std::string::npos);
+  CHECK(checkPassesInPipeline({"fuse-row-passes", "codegen-cuda"}, {"sema"}, cuda) == "");
+  PipelineOptions noTile;
+  noTile.tile = false;
+  CHECK(checkPassesInPipeline({"tile"}, {}, noTile).rfind("pass 'tile' is not in this pipeline (--no-tile): ", 0) == 0);
+  // An unknown name is checkPassNames's to report.
+  CHECK(checkPassesInPipeline({"no-such-pass"}, {}, cuda) == "");
+
+  // Through compileProgram: exit 2 before any pass runs, so nothing is printed.
+  CompileRequest req;
+  req.path = (sourceRoot() / "examples" / "gelu.tex").string();
+  req.defines = {"N=4", "D=8"};
+  req.options.target = Target::Cuda;
+  req.until = Stage::CUDA;
+  req.instrumentation.printAfter = {"tile"};
+  std::ostringstream out;
+  req.instrumentation.out = &out;
+  try {
+    compileProgram(req);
+    FAIL("compileProgram accepted --print-after=tile on the cuda target");
+  } catch (const CommandError& e) {
+    CHECK(e.exitCode == kExitUsage);
+    CHECK(e.message.rfind("pass 'tile' is not in this pipeline (--target cuda)", 0) == 0);
+  }
+  CHECK(out.str().empty());
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 //
 // Every program (examples/*.tex with the sizes of tests/golden/graph/example-sizes.txt, and
 // every tests/golden/**/*.tex) is compiled pass by pass; the graph is kept after sema and after
-// every graph pass of buildPipeline(Stage::Graph). Then for each graph pass:
+// every graph pass of buildPipeline(options, Stage::Graph). Then for each graph pass:
 //
 //   - in its pipeline position: the graph after it verifies (verifyGraph is empty), has the same
 //     inputs and outputs, and gives bit-identical outputs (any NaN equals any NaN) on three sets
@@ -50,14 +50,14 @@ Trace traceProgram(const TestProgram& program) {
   t.program = program;
   t.options.fuse = program.options.fuse;
   std::unique_ptr<Session> s = startSession(program);
-  for (const PassInfo* p : buildPipeline(Stage::Sema)) s->runPass(*p);
+  for (const PassInfo* p : buildPipeline(t.options, Stage::Sema)) s->runPass(*p);
   if (!s->failure().empty() || !s->state().graph) {
     t.failure = s->failure().empty() ? std::string("analysis gave no program") : s->failure();
     return t;
   }
   t.states.push_back(*s->state().graph);
   t.producedBy.push_back("sema");
-  for (const PassInfo* p : graphPipeline()) {
+  for (const PassInfo* p : graphPipeline(t.options)) {
     bool changed = s->runPass(*p);
     if (!s->failure().empty()) {
       t.failure = s->failure();
@@ -169,10 +169,13 @@ void checkPass(const std::string& name, bool everywhere) {
         std::string problems = checkApplication(t, k, t.states[k + 1], t.changed[k]);
         if (!problems.empty()) FAIL_CHECK("in pipeline position: " << describe(t, *pass, k, problems, t.states[k + 1]));
       }
+      // The program's switches choose its pipeline: --fuse=none leaves fuse out.
+      const bool chosen = whyNotInPipeline(name, t.options).empty();
       if (!everywhere) {
-        CHECK(inPipeline);
+        CHECK(inPipeline == chosen);
         continue;
       }
+      if (!chosen) continue;
       for (size_t from = 0; from < t.states.size(); ++from) {
         bool changed = false;
         std::string error;
@@ -287,7 +290,7 @@ TEST_CASE("fuse-row-passes: softmax reads its input twice and evaluates exp once
   };
   std::unique_ptr<Session> s = startSession(inlineProgram(
       "softmax", "input x : f32[4, 8]\nm[i] = max(j: x[i, j])\ne[i, j] = exp(x[i, j] - m[i])\ns[i] = sum(j: e[i, j])\noutput y[i, j] = e[i, j] / s[i]\n"));
-  REQUIRE(s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{}));
+  REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::Loops), Instrumentation{}));
   const Graph& g = *s->state().graph;
   int x = g.inputs[0], y = g.outputs[0];
   // Loops whose own statements read x, and exp calls, in kernel 0.
@@ -328,7 +331,7 @@ TEST_CASE("fuse-row-passes: softmax reads its input twice and evaluates exp once
 // and a wrong accumulator.
 TEST_CASE("pass semantics: the loop interpreter notices broken loop programs", "[passes][semantics]") {
   std::unique_ptr<Session> s = startSession(inlineProgram("window", "input x : f32[4]\noutput y[i < 4] = sum(t < 3: x[i + t - 1])\n"));
-  REQUIRE(s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{}));
+  REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::Loops), Instrumentation{}));
   const Graph& g = *s->state().graph;
   loops::LoopProgram lp = *s->state().loops;
   std::vector<std::vector<double>> buffers(lp.buffers.size());

@@ -180,9 +180,9 @@ bool Session::runPass(const PassInfo& pass) {
 
 std::unique_ptr<Session> startSession(const TestProgram& program) { return std::make_unique<Session>(program); }
 
-std::vector<const PassInfo*> graphPipeline() {
+std::vector<const PassInfo*> graphPipeline(const PipelineOptions& options) {
   std::vector<const PassInfo*> out;
-  for (const PassInfo* p : buildPipeline(Stage::Graph))
+  for (const PassInfo* p : buildPipeline(options, Stage::Graph))
     if (p->stage == Stage::Graph) out.push_back(p);
   return out;
 }
@@ -323,7 +323,7 @@ LoweredLoops lowerToLoops(const std::string& name, const std::string& text, bool
   std::unique_ptr<Session> s = startSession(inlineProgram(name, text));
   s->state().options.tile = false;
   s->state().options.splitBorders = splitBorders;
-  bool ok = s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{});
+  bool ok = s->runThroughPassManager(buildPipeline(s->state().options, Stage::Loops), Instrumentation{});
   INFO(s->failure());
   REQUIRE(ok);
   return {*s->state().graph, *s->state().loops};
@@ -332,7 +332,7 @@ LoweredLoops lowerToLoops(const std::string& name, const std::string& text, bool
 LoweredLoops lowerOnly(const std::string& name, const std::string& text) {
   std::unique_ptr<Session> s = startSession(inlineProgram(name, text));
   std::vector<const PassInfo*> passes;
-  for (const PassInfo* p : buildPipeline(Stage::Loops)) {
+  for (const PassInfo* p : buildPipeline(s->state().options, Stage::Loops)) {
     passes.push_back(p);
     if (std::string(p->name) == "lower-to-loops") break;
   }

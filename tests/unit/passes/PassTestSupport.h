@@ -97,8 +97,9 @@ class Session {
 
 std::unique_ptr<Session> startSession(const TestProgram& program);
 
-// The passes of buildPipeline(Stage::Graph) that work on the graph (those after sema), in order.
-std::vector<const PassInfo*> graphPipeline();
+// The passes of buildPipeline(options, Stage::Graph) that work on the graph (those after sema),
+// in order: with --fuse=none, no fuse and no second dce.
+std::vector<const PassInfo*> graphPipeline(const PipelineOptions& options = {});
 
 // Runs `pass` on a copy of `graph` with `options`; returns the new graph. `changed` receives what
 // the pass returned, `error` the diagnostics when it reported errors.

@@ -82,7 +82,7 @@ TEST_CASE("sink-unit-loops: in the pipeline for the cpu target only", "[passes][
   for (Target target : {Target::Cpu, Target::Cuda}) {
     std::unique_ptr<Session> s = startSession(inlineProgram("sink", text));
     s->state().options.target = target;
-    REQUIRE(s->runThroughPassManager(buildPipeline(Stage::Loops, target), Instrumentation{}));
+    REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::Loops), Instrumentation{}));
     CHECK(s->state().loops->kernels[0].parallelExtent == (target == Target::Cpu ? 6 : 1));
   }
 }

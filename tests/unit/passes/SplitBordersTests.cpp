@@ -132,7 +132,7 @@ TEST_CASE("split-borders: runs in the pipeline, not for CUDA", "[passes][split-b
   auto loopsText = [](Target target) {
     std::unique_ptr<Session> s = startSession(inlineProgram("pool", kCases[2].text));
     s->state().options.target = target;
-    REQUIRE(s->runThroughPassManager(buildPipeline(Stage::Loops), Instrumentation{}));
+    REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::Loops), Instrumentation{}));
     return loops::printLoopProgram(*s->state().loops);
   };
   CHECK(loopsText(Target::Cpu).find("y.in") != std::string::npos);
