@@ -1,5 +1,7 @@
 #include "compiler/loops/LoopIR.h"
 
+#include <fmt/format.h>
+
 #include "compiler/loops/Walk.h"
 
 namespace texc::loops {
@@ -8,6 +10,123 @@ std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k) {
   std::vector<bool> out(p.buffers.size(), false);
   forEachAccess(k.body, [](const Expr&) {}, [&](const Store& s) { out[s.buffer] = true; });
   return out;
+}
+
+}  // namespace texc::loops
+
+// ---- GPU mapping (map-gpu, sync-gpu-threads) -------------------------------------------------------
+
+namespace texc::loops {
+
+const char* gpuLoopName(GpuLoop g) {
+  switch (g) {
+    case GpuLoop::None: return "";
+    case GpuLoop::Grid: return "grid";
+    case GpuLoop::Blocks: return "blocks";
+    case GpuLoop::Threads: return "threads";
+    case GpuLoop::TileRows: return "tile-rows";
+    case GpuLoop::TileCols: return "tile-cols";
+    case GpuLoop::Staged: return "staged";
+  }
+  return "?";
+}
+
+const char* gpuStrategyName(GpuStrategy s) {
+  switch (s) {
+    case GpuStrategy::GridStride: return "grid-stride";
+    case GpuStrategy::BlockReduce: return "block-reduce";
+    case GpuStrategy::TiledContraction: return "tiled-contract";
+    case GpuStrategy::RowBlock: return "row-block";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string numbers(const std::vector<int>& v, const char* prefix) {
+  std::string s;
+  for (int x : v) s += fmt::format("{}{}{}", s.empty() ? "" : ", ", prefix, x);
+  return s;
+}
+
+const char* reduceWord(ReduceKind r) {
+  switch (r) {
+    case ReduceKind::Sum: return "sum";
+    case ReduceKind::Prod: return "prod";
+    case ReduceKind::Max: return "max";
+    case ReduceKind::Min: return "min";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::vector<std::string> gpuMappingLines(const LoopProgram& p, const Kernel& k) {
+  std::vector<std::string> out;
+  if (!k.gpu) return out;
+  const GpuMapping& m = *k.gpu;
+  out.push_back(fmt::format("{}, launch <<<{}, {}>>>", gpuStrategyName(m.strategy), m.blocks, m.threads));
+  if (m.float4) {
+    std::string names;
+    for (int b : m.float4Buffers) names += fmt::format("{}{}", names.empty() ? "" : ", ", p.buffers[b].name);
+    out.push_back(fmt::format("float4: four elements per thread, read as float4: {}", names.empty() ? "none" : names));
+  }
+  if (m.strategy == GpuStrategy::TiledContraction) {
+    out.push_back(fmt::format("tile {}x{}, {}x{} registers per thread, k-step {}; staged loads of the term: rows {}, columns {}{}", m.tile,
+                              m.tile, m.regBlock, m.regBlock, m.kStep, numbers(m.rowOperands, "#"), numbers(m.colOperands, "#"),
+                              m.copies.empty() ? "" : "; the same reduction gives " + numbers(m.copies, "acc")));
+  }
+  for (const std::string& n : m.notes) out.push_back(n);
+  for (const GpuRowSync& s : m.sync) {
+    if (!s.barrierBefore.empty()) out.push_back(fmt::format("row statement {}: barrier before ({})", s.stmt + 1, s.barrierBefore));
+    if (s.accs.empty()) continue;
+    std::string accs;
+    for (size_t n = 0; n < s.accs.size(); ++n) accs += fmt::format("{}{} acc{}", n ? ", " : "", reduceWord(s.kinds[n]), s.accs[n]);
+    out.push_back(fmt::format("row statement {}: combine across threads after it: {} (warp shuffles{}), broadcast", s.stmt + 1, accs,
+                              m.threads > 32 ? ", then shared memory between two barriers" : ""));
+  }
+  if (!m.rowEndBarrier.empty()) out.push_back(fmt::format("row end: barrier ({})", m.rowEndBarrier));
+  return out;
+}
+
+std::vector<std::string> verifyGpuMapping(const LoopProgram& p, const Kernel& k) {
+  std::vector<std::string> problems;
+  auto fail = [&](const std::string& what) { problems.push_back(fmt::format("kernel {}: {}", k.name, what)); };
+  std::vector<GpuLoop> marks;
+  forEachStmt(k.body, [&](const Stmt& s) {
+    if (const Loop* l = s.getIf<Loop>(); l && l->gpu != GpuLoop::None) marks.push_back(l->gpu);
+  });
+  if (!k.gpu) {
+    if (!marks.empty()) fail("loops marked for the GPU in a kernel without a GPU mapping");
+    return problems;
+  }
+  const GpuMapping& m = *k.gpu;
+  if (m.blocks < 1 || m.blocks >= (int64_t{1} << 31)) fail(fmt::format("GPU mapping with {} blocks", m.blocks));
+  if (m.threads < 32 || m.threads > 1024 || m.threads % 32 != 0) fail(fmt::format("GPU mapping with {} threads per block", m.threads));
+  for (GpuLoop g : marks) {
+    bool ok = false;
+    switch (m.strategy) {
+      case GpuStrategy::GridStride: ok = g == GpuLoop::Grid; break;
+      case GpuStrategy::BlockReduce:
+      case GpuStrategy::RowBlock: ok = g == GpuLoop::Blocks || g == GpuLoop::Threads; break;
+      case GpuStrategy::TiledContraction:
+        ok = g == GpuLoop::Blocks || g == GpuLoop::TileRows || g == GpuLoop::TileCols || g == GpuLoop::Staged;
+        break;
+    }
+    if (!ok) fail(fmt::format("a loop marked {} in a {} kernel", gpuLoopName(g), gpuStrategyName(m.strategy)));
+  }
+  if (m.float4 && m.strategy != GpuStrategy::GridStride) fail("float4 outside a grid-stride kernel");
+  for (int b : m.float4Buffers)
+    if (b < 0 || b >= static_cast<int>(p.buffers.size())) fail(fmt::format("float4 buffer {} out of range", b));
+  if (m.strategy == GpuStrategy::TiledContraction && (m.tile != m.kStep * m.regBlock || m.kStep <= 0 || m.rowOperands.empty() || m.colOperands.empty()))
+    fail("a tiled contraction without a consistent tile, register block, k-step and staged operands");
+  if ((!m.sync.empty() || !m.rowEndBarrier.empty()) && m.strategy != GpuStrategy::RowBlock) fail("combines or barriers outside a row-block kernel");
+  for (const GpuRowSync& s : m.sync) {
+    if (s.accs.size() != s.kinds.size()) fail("a combine whose accumulators and reduce kinds differ in number");
+    for (int a : s.accs)
+      if (a < 0 || a >= k.numAccs) fail(fmt::format("a combine of accumulator {} out of range", a));
+  }
+  return problems;
 }
 
 }  // namespace texc::loops

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -59,6 +60,20 @@ struct GuardCond {
   int64_t extent = 0;
 };
 
+// Where the iterations of a loop go on a GPU (set by the map-gpu pass, CUDA pipeline only;
+// docs/ir.md, "GPU mapping"). The loops a kernel flattens together carry the same mark.
+//   Grid      flattened with the other Grid loops into one index strided over every thread of
+//             the grid (blockIdx.x * threads + threadIdx.x, step gridDim.x * threads)
+//   Blocks    flattened with the other Blocks loops into one index strided over the blocks
+//             (blockIdx.x, step gridDim.x): one block per iteration
+//   Threads   flattened with the loops of its perfect nest over the block's threads
+//             (threadIdx.x, step threads)
+//   TileRows, TileCols  the rows and columns of a tiled contraction's output tile: the tile from
+//             blockIdx.x, the element from threadIdx.x and the register block
+//   Staged    a tiled contraction's reduction: steps of the tile's k-step through shared memory
+enum class GpuLoop : uint8_t { None, Grid, Blocks, Threads, TileRows, TileCols, Staged };
+const char* gpuLoopName(GpuLoop g);
+
 // `for var < extent`. Parallel loops are split across threads, vector loops are the contiguous
 // innermost ones the LLVM vectorizer should widen, scalar loops (a schedule's `vectorize V off`)
 // ones it must leave scalar; a loop with neither mark is LLVM's choice.
@@ -69,6 +84,7 @@ struct Loop {
   bool vectorize = false;
   bool scalar = false;
   Block body;
+  GpuLoop gpu = GpuLoop::None;  // map-gpu (CUDA pipeline only)
 };
 
 // buffer[index] = value.
@@ -203,6 +219,60 @@ struct Buffer {
   }
 };
 
+// How a kernel runs on a GPU (docs/cuda.md, "Mapping rules"; docs/ir.md, "GPU mapping"): chosen
+// by map-gpu, its cross-thread combines and barriers placed by sync-gpu-threads.
+enum class GpuStrategy : uint8_t { GridStride, BlockReduce, TiledContraction, RowBlock };
+const char* gpuStrategyName(GpuStrategy s);
+
+// What a row-block kernel's threads do around statement `stmt` of its row body (the body of the
+// innermost left-hand loop, or the kernel body without one), in the order the code runs it:
+//   barrier (when `barrierBefore` is not empty): __syncthreads() before the statement, for that reason;
+//   the statement, per thread (a Loop strided over the threads, a Store in thread 0);
+//   combine (when `accs` is not empty): the accumulators, each reduced by its kind, combined
+//     across the block's threads (warp shuffles, then shared memory when the block has several
+//     warps, with its two barriers) and broadcast to every thread.
+struct GpuRowSync {
+  int stmt = -1;
+  std::string barrierBefore;
+  std::vector<int> accs;
+  std::vector<ReduceKind> kinds;
+};
+
+struct GpuMapping {
+  GpuStrategy strategy = GpuStrategy::GridStride;
+  int64_t blocks = 1;  // the 1-D grid
+  int threads = 256;   // per block
+  // The flattened iterations the grid strides over: outputs (grid-stride, block-reduce,
+  // row-block: rows) or tiles (tiled-contract).
+  int64_t work = 1;
+  // grid-stride: four consecutive elements per thread; `float4Buffers` are read as float4 where
+  // a load indexes them exactly like the output.
+  bool float4 = false;
+  std::vector<int> float4Buffers;
+  std::vector<int> float4Loads;  // the loads of the store's value (numbered in pre-order) read from them
+  // block-reduce: the terms of the reduction, strided over the threads.
+  int64_t terms = 0;
+  // tiled-contract: the output tile is tile x tile, computed by threads of regBlock x regBlock
+  // outputs each, k advancing by kStep. The term's loads numbered in pre-order: `rowOperands`
+  // read (i, k) and `colOperands` (k, j), staged through shared memory; `copies` are the
+  // accumulators of the same reduction repeated, given its value.
+  int tile = 0;
+  int regBlock = 0;
+  int kStep = 0;
+  std::vector<int> rowOperands;
+  std::vector<int> colOperands;
+  std::vector<int> copies;
+  // row-block: the most accumulators one combine holds (the shared partials' rows); the phases'
+  // combines and barriers (sync-gpu-threads; `synced` once it ran), and the barrier that ends a
+  // row, with its reason (empty: none).
+  int maxCombined = 0;
+  bool synced = false;
+  std::vector<GpuRowSync> sync;
+  std::string rowEndBarrier;
+  // Where each loop variable went, one line each (the CUDA source's comment).
+  std::vector<std::string> notes;
+};
+
 struct Kernel {
   std::string name;
   std::vector<std::string> varNames;  // loop variables by id
@@ -217,6 +287,7 @@ struct Kernel {
   // counts. Each call of the kernel has its own.
   std::vector<int64_t> scratchSizes;
   std::string schedule;  // why the tile pass chose its tile sizes (printed as a comment)
+  std::optional<GpuMapping> gpu;  // map-gpu (CUDA pipeline only)
 };
 
 struct LoopProgram {
@@ -234,6 +305,15 @@ using texc::usesVar;
 std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k);
 
 std::string printLoopProgram(const LoopProgram& p);
+
+// A kernel's GPU mapping as the printer shows it, one line each without the "# gpu: " prefix
+// (docs/ir.md, "GPU mapping"); empty when it has none. Buffer names come from `p`.
+std::vector<std::string> gpuMappingLines(const LoopProgram& p, const Kernel& k);
+
+// Problems with a kernel's GPU mapping and loop marks (part of verifyLoopProgram): marks only in a
+// mapped kernel and only of its strategy's kinds, a launch shape the hardware accepts, combines
+// and barriers only in row-block kernels, at statements of its row body.
+std::vector<std::string> verifyGpuMapping(const LoopProgram& p, const Kernel& k);
 
 // Checks structural invariants (variables bound by an enclosing loop, buffers and accumulators in
 // range, ranks match, guards only inside loops, at most one parallel loop, at the top level, whose

@@ -70,8 +70,8 @@ struct Printer {
     switch (s.kind()) {
       case StmtKind::Loop: {
         const Loop& l = s.as<Loop>();
-        out += fmt::format("{}for {} < {}{}{}\n", pad, k.varNames[l.var], l.extent, l.parallel ? " parallel" : "",
-                           l.vectorize ? " vector" : l.scalar ? " scalar" : "");
+        out += fmt::format("{}for {} < {}{}{}{}{}\n", pad, k.varNames[l.var], l.extent, l.parallel ? " parallel" : "",
+                           l.vectorize ? " vector" : l.scalar ? " scalar" : "", l.gpu == GpuLoop::None ? "" : " ", gpuLoopName(l.gpu));
         block(l.body, depth + 1);
         break;
       }
@@ -177,9 +177,11 @@ std::string printLoopProgram(const LoopProgram& p) {
     pr.block(k.body, 1);
     std::string scratch;
     for (size_t i = 0; i < k.scratchSizes.size(); ++i) scratch += fmt::format(", scratch s{}[{}]", i, k.scratchSizes[i]);
-    out += fmt::format("\nkernel {} ({}{}{})\n{}{}", k.name, dtypeName(k.computeType),
+    std::string gpu;
+    for (const std::string& line : gpuMappingLines(p, k)) gpu += "  # gpu: " + line + "\n";
+    out += fmt::format("\nkernel {} ({}{}{})\n{}{}{}", k.name, dtypeName(k.computeType),
                        k.parallelExtent > 0 ? fmt::format(", parallel over {}", k.parallelExtent) : "", scratch,
-                       k.schedule.empty() ? "" : "  # schedule: " + k.schedule + "\n", pr.out);
+                       k.schedule.empty() ? "" : "  # schedule: " + k.schedule + "\n", gpu, pr.out);
   }
   return out;
 }
@@ -360,6 +362,7 @@ std::vector<std::string> verifyLoopProgram(const LoopProgram& p) {
     int64_t extent = 0;
     int count = 0;
     checkLoopMarks(k, extent, count, problems);
+    for (std::string& problem : verifyGpuMapping(p, k)) problems.push_back(std::move(problem));
     if (count > 1) problems.push_back(fmt::format("kernel {}: {} parallel loops", k.name, count));
     if (k.parallelExtent != extent)
       problems.push_back(fmt::format("kernel {}: parallel over {}, but its parallel loop has extent {}", k.name, k.parallelExtent, extent));

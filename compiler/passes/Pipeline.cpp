@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 namespace texc {
 
 namespace {
@@ -87,6 +89,17 @@ const Slot kPipeline[] = {
      [](const PipelineOptions& o) -> std::string {
        return o.planMemory ? "" : "--no-plan: every intermediate gets a buffer of its own";
      }},
+    // cuda target: on the final loop nests, each kernel's strategy, launch shape and loop marks;
+    // after the plan, which it does not change
+    {"map-gpu", "cuda target",
+     [](const PipelineOptions& o) -> std::string {
+       return o.target == Target::Cuda ? "" : "--target cpu: the loops stay as the CPU backend runs them";
+     }},
+    // cuda target: the cross-thread combines and barriers of the row-block kernels map-gpu chose
+    {"sync-gpu-threads", "cuda target",
+     [](const PipelineOptions& o) -> std::string {
+       return o.target == Target::Cuda ? "" : "--target cpu: no GPU threads to synchronise";
+     }},
     // loop IR -> LLVM IR
     {"codegen-llvm", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "codegen-cuda generates the code"); }},
@@ -102,6 +115,8 @@ const Slot kPipeline[] = {
 
 // Whether the pipeline up to `until` reaches pass `p` (of a pass that runs for the target).
 bool reaches(const PassInfo& p, Stage until, Target target) {
+  // The CUDA target's mapping passes run only when its backend pass does (they prepare it).
+  if (std::string(p.name) == "map-gpu" || std::string(p.name) == "sync-gpu-threads") return until >= Stage::LLVM;
   if (p.stage <= until) return true;
   // The CUDA target's backend pass comes with the LLVM stage, as the CPU target's LLVM passes do.
   return target == Target::Cuda && p.stage == Stage::CUDA && until >= Stage::LLVM;

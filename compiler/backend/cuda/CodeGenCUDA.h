@@ -1,20 +1,21 @@
 // CodeGenCUDA: loop IR -> readable CUDA C, one `extern "C" __global__` function per kernel.
 //
 // Each kernel takes every buffer of the program as a parameter, in buffer order (const unless it
-// is the kernel's output), so the launcher passes the same pointer table to every kernel. Each
-// kernel is mapped onto a 1-D grid by one of four strategies (docs/cuda.md):
-//   grid-stride      the left-hand loops flattened into one index t that each thread strides
-//                    over (t = blockIdx.x*B+threadIdx.x, step gridDim.x*B); reductions run
-//                    serially in the thread;
-//   block-reduce     one block per output element (row), its threads striding over the
-//                    reduction, combined with warp shuffles and a shared-memory step;
-//   row-block        one block per row of a fused row kernel (softmax, layernorm): each loop of
-//                    the row body is strided over the block's threads, each reduction in it
-//                    combined across the block and broadcast to every thread;
-//   tiled-contract   a sum over one variable k of terms that read (i,k) and (k,j) tiles, staged
-//                    through shared memory, each thread computing a register block of outputs
-//                    (128x128 tiles of 8x8 per thread, 64x64 of 4x4 for smaller outputs),
-//                    double-buffered so the next k-step loads while this one computes.
+// is the kernel's output), so the launcher passes the same pointer table to every kernel. How a
+// kernel maps onto the 1-D grid is not decided here: the loop-IR passes map-gpu and
+// sync-gpu-threads (compiler/loops/gpu/) choose the strategy, the launch shape and where each
+// loop's iterations go, and place the cross-thread combines and barriers; this file prints that
+// mapping (docs/cuda.md):
+//   grid-stride      the loops marked grid flattened into one index t that each thread strides
+//                    over (t = blockIdx.x*B+threadIdx.x, step gridDim.x*B), four elements per
+//                    thread with float4 accesses where the mapping says so;
+//   block-reduce     one block per output element (loops marked blocks), its threads striding
+//                    over the reduction (marked threads), combined with warp shuffles and a
+//                    shared-memory step;
+//   row-block        one block per row; each loop of the row body strided over the block's
+//                    threads, with the combines and barriers of the mapping;
+//   tiled-contract   the tile-rows and tile-cols loops in tiles of the mapping's size, the staged
+//                    k loop through shared memory, double-buffered, register blocks per thread.
 // Skipped terms keep the loop IR's guards; f16/bf16 are held as 16-bit integers and converted
 // with the same rounding as the CPU backend. The source is plain enough to compile as C++ against
 // an emulation header (tests/unit/cuda/CudaEmulation.h).
@@ -25,10 +26,12 @@
 #include <vector>
 
 #include "compiler/loops/LoopIR.h"
+#include "compiler/loops/gpu/GpuLegality.h"
 
 namespace texc {
 
-enum class CudaStrategy : uint8_t { GridStride, BlockReduce, TiledContraction, RowBlock };
+// The strategy enum lives in the loop layer (GpuMapping); these names stay for the backend's users.
+using CudaStrategy = loops::GpuStrategy;
 const char* strategyName(CudaStrategy s);
 
 struct CudaKernel {
@@ -46,6 +49,7 @@ struct CudaModule {
   std::vector<CudaKernel> kernels;  // in program order
 };
 
+// The mapping's switches (loops::gpu::GpuMapOptions) and the symbols' prefix, for generateCUDA.
 struct CudaCodeGenOptions {
   std::string symbolPrefix = "texc_";
   int threadsPerBlock = 256;     // grid-stride, block-reduce and row-block kernels; a power of two >= 32
@@ -55,7 +59,16 @@ struct CudaCodeGenOptions {
   bool tiledContractions = true;  // tiled-contract where it fits (else grid-stride)
 };
 
+// Prints a mapped program (every kernel has its GPU mapping; row-block kernels their combines
+// and barriers): what codegen-cuda does after map-gpu and sync-gpu-threads.
+CudaModule printCUDA(const loops::LoopProgram& program, const std::string& symbolPrefix = "texc_");
+
+// Maps a copy of `program` with the options' switches (map-gpu and sync-gpu-threads, replacing
+// whatever mapping its kernels had) and prints it.
 CudaModule generateCUDA(const loops::LoopProgram& program, const CudaCodeGenOptions& options = {});
+
+// The mapping's options for these switches.
+loops::gpu::GpuMapOptions gpuMapOptions(const CudaCodeGenOptions& options);
 
 // Checks what the launcher relies on: one kernel per loop kernel, each defined in the source under
 // its symbol, a launch shape the hardware accepts (1 <= blocks < 2^31, threads a multiple of 32

@@ -6,7 +6,7 @@
 namespace texc {
 
 bool runCodegenCUDA(CompileState& s) {
-  s.cuda = std::make_unique<CudaModule>(generateCUDA(*s.loops));
+  s.cuda = std::make_unique<CudaModule>(printCUDA(*s.loops));
   return true;
 }
 

@@ -4,6 +4,8 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <stdexcept>
+
 #include "compiler/backend/llvm/CodeGenLLVM.h"
 #include "compiler/passes/Pass.h"
 
@@ -23,6 +25,10 @@ struct DropMissedVectorization : llvm::DiagnosticHandler {
 }  // namespace
 
 bool runCodegenLLVM(CompileState& s) {
+  // map-gpu runs in the CUDA pipeline only: a GPU mapping here is a pipeline bug, not something
+  // the CPU code could honour (its combines and barriers have no meaning on the host).
+  for (const loops::Kernel& k : s.loops->kernels)
+    if (k.gpu) throw std::logic_error("codegen-llvm: kernel " + k.name + " has a GPU mapping (map-gpu is for the cuda target)");
   s.llvmContext = std::make_unique<llvm::LLVMContext>();
   s.llvmContext->setDiagnosticHandler(std::make_unique<DropMissedVectorization>());
   CodeGenOptions options;

@@ -305,7 +305,8 @@ TEST_CASE("codegen-cuda: the cuda target replaces the LLVM passes in the pipelin
   for (const PassInfo* p : buildPipeline(cpuOptions, Stage::LLVM)) cpu += std::string(p->name) + " ";
   // The CPU-only loop passes (tile, sink-unit-loops, split-borders, fuse-into-tiles) are not in
   // the cuda pipeline; schedule-loops runs only with a schedule file's `loops` lines.
-  CHECK(has(cuda, "lower-to-loops fuse-row-passes plan-memory codegen-cuda "));
+  // map-gpu and sync-gpu-threads are the cuda pipeline's own loop passes.
+  CHECK(has(cuda, "lower-to-loops fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda "));
   CHECK_FALSE(has(cuda, "codegen-llvm"));
   CHECK(has(cpu, "lower-to-loops tile fuse-row-passes sink-unit-loops split-borders fuse-into-tiles plan-memory codegen-llvm optimize-llvm "));
   CHECK_FALSE(has(cpu, "codegen-cuda"));

@@ -43,6 +43,42 @@ TEST_CASE("cuda driver: codegen-cuda is a pass: --print-after and --dump-dir sho
   CHECK(dumped);
 }
 
+TEST_CASE("cuda driver: the mapping passes are listed for cuda only and print their effect", "[cuda][driver]") {
+  Sandbox box;
+  Result cuda = runTexc(box, {"passes", "--target", "cuda", "--cpu", "haswell"});
+  Result cpu = runTexc(box, {"passes", "--cpu", "haswell"});
+  INFO(cuda.describe());
+  REQUIRE(cuda.status == 0);
+  REQUIRE(cpu.status == 0);
+  CHECK(has(cuda.out, "map-gpu"));
+  CHECK(has(cuda.out, "sync-gpu-threads"));
+  CHECK(cuda.out.find("map-gpu") < cuda.out.find("codegen-cuda"));
+  CHECK_FALSE(has(cuda.out, "# not in this pipeline: map-gpu"));
+  // The CPU pipeline lists them only as left out.
+  CHECK(has(cpu.out, "# not in this pipeline: map-gpu (--target cpu"));
+  CHECK(has(cpu.out, "# not in this pipeline: sync-gpu-threads (--target cpu"));
+  CHECK_FALSE(has(cpu.out, ". map-gpu "));
+  // --print-after=map-gpu: the loop IR with the kernel's mapping and the marks on its loops.
+  Result r = runTexc(box, {"compile", example("softmax.tex"), "--target", "cuda", "--cpu", "haswell", "--print-after", "map-gpu"});
+  INFO(r.describe());
+  REQUIRE(r.status == 0);
+  CHECK(has(r.err, "IR after map-gpu"));
+  CHECK(has(r.err, "  # gpu: row-block, launch <<<"));
+  CHECK(has(r.err, " blocks\n"));
+  CHECK(has(r.err, " threads\n"));
+  CHECK_FALSE(has(r.err, "combine across threads"));  // sync-gpu-threads places them, after map-gpu
+  // --print-after-all: sync-gpu-threads adds the combines.
+  Result all = runTexc(box, {"compile", example("softmax.tex"), "--target", "cuda", "--cpu", "haswell", "--print-after-all"});
+  REQUIRE(all.status == 0);
+  size_t sync = all.err.find("IR after sync-gpu-threads");
+  REQUIRE(sync != std::string::npos);
+  CHECK(all.err.find("combine across threads after it", sync) != std::string::npos);
+  // The CPU pipeline never prints a mapping.
+  Result onCpu = runTexc(box, {"compile", example("softmax.tex"), "--cpu", "haswell", "--print-after-all", "--emit", "loops"});
+  REQUIRE(onCpu.status == 0);
+  CHECK_FALSE(has(onCpu.err, "# gpu:"));
+}
+
 TEST_CASE("cuda driver: compile --emit ptx, for sm_90 by default without a GPU or for --arch", "[cuda][driver]") {
   std::string why;
   if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);

@@ -1,0 +1,288 @@
+#include "compiler/loops/gpu/GpuLegality.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "compiler/loops/Equal.h"
+#include "compiler/loops/PerfectNest.h"
+#include "compiler/loops/Substitute.h"
+#include "compiler/loops/Walk.h"
+
+namespace texc::loops::gpu {
+
+namespace {
+
+bool isVar(const IndexExpr& ix, int var) { return ix.kind == IndexExpr::Kind::Var && ix.var == var; }
+
+void addAccReads(const Expr& e, std::set<int>& out) {
+  forEachExprNode(e, [&](const Expr& n) {
+    if (n.kind == ExprKind::AccRead) out.insert(n.acc);
+  });
+}
+
+// What a loop body touches, at any depth.
+struct Touches {
+  std::set<int> localAccs, readAccs;
+  std::map<int, ReduceKind> updatedAccs;
+  std::vector<const Store*> stores;
+  std::vector<const Expr*> loads;
+};
+
+Touches touches(const Block& body) {
+  Touches t;
+  forEachStmt(body, [&](const Stmt& s) {
+    if (const auto* init = s.getIf<AccInit>()) t.localAccs.insert(init->acc);
+    if (const auto* update = s.getIf<AccUpdate>()) t.updatedAccs.emplace(update->acc, update->reduce);
+    if (const auto* store = s.getIf<Store>()) t.stores.push_back(store);
+    if (const Expr* value = valueOf(s)) {
+      forEachLoad(*value, [&](const Expr& e) { t.loads.push_back(&e); });
+      addAccReads(*value, t.readAccs);
+    }
+  });
+  return t;
+}
+
+bool isSingleReduction(const Block& inner) {
+  return inner.size() == 3 && inner[0].is<AccInit>() && inner[1].is<Loop>() && inner[2].is<Store>();
+}
+
+}  // namespace
+
+KernelShape kernelShape(const Kernel& k) {
+  KernelShape s;
+  if (k.body.size() == 1) s.lhs = perfectNest(k.body[0]);
+  s.inner = s.lhs.empty() ? &k.body : &innermostBody(s.lhs);
+  for (const Loop* l : s.lhs) s.outputs *= l->extent;
+  return s;
+}
+
+std::vector<std::string> unflattenExprs(const std::vector<int64_t>& extents, const std::string& flat) {
+  std::vector<std::string> out(extents.size());
+  int64_t stride = 1;
+  for (size_t d = extents.size(); d-- > 0;) {
+    std::string e = flat;
+    if (stride > 1) e = fmt::format("{} / {}", e, stride);
+    if (d > 0) e = stride > 1 ? fmt::format("({}) % {}", e, extents[d]) : fmt::format("{} % {}", e, extents[d]);
+    out[d] = e;
+    stride *= extents[d];
+  }
+  return out;
+}
+
+std::vector<const Expr*> loadsInOrder(const Expr& e) {
+  std::vector<const Expr*> loads;
+  forEachLoad(e, [&](const Expr& load) { loads.push_back(&load); });
+  return loads;
+}
+
+std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape) {
+  constexpr int kT = 16;  // threads per tile side, and the k-step
+  const Block& inner = *shape.inner;
+  const std::vector<const Loop*>& lhs = shape.lhs;
+  if (lhs.size() < 2 || inner.size() < 3 || inner.size() % 2 != 1 || !inner[0].is<AccInit>() || !inner[1].is<Loop>() ||
+      !inner.back().is<Store>())
+    return std::nullopt;
+  const AccInit& first = inner[0].as<AccInit>();
+  const Loop& kLoop = inner[1].as<Loop>();
+  const AccUpdate* update = kLoop.body.size() == 1 ? kLoop.body[0].getIf<AccUpdate>() : nullptr;
+  if (!update || update->acc != first.acc) return std::nullopt;
+  TiledMatch m;
+  m.kStep = kT;
+  // A fused producer read twice (matmul + bias + GELU reads h twice) lowers to the same
+  // reduction twice: computed once, every copy's accumulator given its value.
+  for (size_t i = 2; i + 1 < inner.size(); i += 2) {
+    const AccInit* init = inner[i].getIf<AccInit>();
+    const Loop* loop = inner[i + 1].getIf<Loop>();
+    if (!init || init->reduce != first.reduce || !loop || loop->extent != kLoop.extent || loop->body.size() != 1) return std::nullopt;
+    const AccUpdate* copy = loop->body[0].getIf<AccUpdate>();
+    // Each copy has its own reduction variable: the copy's reads as kLoop's.
+    if (!copy || copy->acc != init->acc || !equal(copy->value, update->value, VarRenaming{{loop->var, kLoop.var}})) return std::nullopt;
+    m.copies.push_back(init->acc);
+  }
+  const Loop& li = *lhs[lhs.size() - 2];
+  const Loop& lj = *lhs.back();
+  int vi = li.var, vj = lj.var, vk = kLoop.var;
+  int64_t I = li.extent, J = lj.extent, K = kLoop.extent;
+  if (I < kT || J < kT || K < kT) return std::nullopt;
+  std::vector<const Expr*> loads = loadsInOrder(update->value);
+  for (size_t n = 0; n < loads.size(); ++n) {
+    const Expr& e = *loads[n];
+    bool ui = usesVar(e, vi), uj = usesVar(e, vj), uk = usesVar(e, vk);
+    if (uk && ui && !uj) m.rowOperands.push_back(static_cast<int>(n));
+    if (uk && uj && !ui) m.colOperands.push_back(static_cast<int>(n));
+  }
+  if (m.rowOperands.empty() || m.colOperands.empty()) return std::nullopt;
+  // 8x8 register blocks (128x128 tiles) when the outputs fill them, else 4x4 (64x64); the two
+  // shared buffers of every operand must fit in the 48 KB a block may declare statically.
+  auto sharedBytes = [&](int r) {
+    return 2 * (static_cast<int64_t>(m.rowOperands.size()) * kT * r * (kT + 1) + static_cast<int64_t>(m.colOperands.size()) * kT * kT * r) *
+           dtypeBytes(k.computeType);
+  };
+  (void)p;
+  m.regBlock = I >= 128 && J >= 128 && sharedBytes(8) <= 48 * 1024 ? 8 : 4;
+  if (sharedBytes(m.regBlock) > 48 * 1024) return std::nullopt;
+  m.tile = kT * m.regBlock;
+  m.tilesI = (I + m.tile - 1) / m.tile;
+  m.tilesJ = (J + m.tile - 1) / m.tile;
+  int64_t batch = 1;
+  for (size_t d = 0; d + 2 < lhs.size(); ++d) batch *= lhs[d]->extent;
+  m.tiles = batch * m.tilesI * m.tilesJ;
+  return m;
+}
+
+std::optional<int64_t> matchBlockReduce(const KernelShape& shape) {
+  if (!isSingleReduction(*shape.inner)) return std::nullopt;
+  int64_t terms = 1;
+  for (const Loop* r : perfectNest((*shape.inner)[1])) terms *= r->extent;
+  // Worth it when the reduction is long or the outputs are too few to fill the GPU.
+  if (!(terms >= 256 || (terms >= 32 && shape.outputs <= 16384))) return std::nullopt;
+  return terms;
+}
+
+std::optional<Float4Match> matchFloat4(const LoopProgram& p, const Kernel& k, const KernelShape& shape) {
+  const Block& inner = *shape.inner;
+  if (inner.size() != 1 || !inner[0].is<Store>() || k.computeType != DType::F32 || shape.outputs % 4 != 0 || shape.outputs < 4 ||
+      p.buffers[inner[0].as<Store>().buffer].dtype != DType::F32)
+    return std::nullopt;
+  // A load of a tensor shaped like the output at exactly the output's indices: element t of the
+  // flat index, so four consecutive t are one aligned float4 (buffers are 256-byte aligned).
+  std::set<int> buffers;
+  Float4Match m;
+  std::vector<const Expr*> loads = loadsInOrder(inner[0].as<Store>().value);
+  for (size_t n = 0; n < loads.size(); ++n) {
+    const Expr& e = *loads[n];
+    const Buffer& buf = p.buffers[e.buffer];
+    bool identity = buf.dtype == DType::F32 && e.index.size() == shape.lhs.size();
+    for (size_t d = 0; identity && d < shape.lhs.size(); ++d)
+      identity = isVar(e.index[d], shape.lhs[d]->var) && buf.shape[d] == shape.lhs[d]->extent;
+    if (!identity) continue;
+    buffers.insert(e.buffer);
+    m.loads.push_back(static_cast<int>(n));
+  }
+  m.buffers.assign(buffers.begin(), buffers.end());
+  return m;
+}
+
+std::optional<RowPlan> planRowBlock(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o) {
+  (void)p;
+  (void)k;
+  const Block& inner = *shape.inner;
+  // A single reduction and its store is block-reduce's shape; when that declined (too few
+  // terms), one thread per output is the better mapping here too.
+  if (isSingleReduction(inner)) return std::nullopt;
+  RowPlan plan;
+  std::map<int, ReduceKind> rowAccs;
+  std::set<int> fresh;  // row accumulators holding their identity (initialised, not yet reduced)
+  for (size_t n = 0; n < inner.size(); ++n) {
+    const Stmt& s = inner[n];
+    RowPhase ph;
+    ph.stmt = n;
+    if (const auto* init = s.getIf<AccInit>()) {
+      rowAccs[init->acc] = init->reduce;
+      fresh.insert(init->acc);
+    } else if (const auto* store = s.getIf<Store>()) {
+      std::set<int> reads;
+      addAccReads(store->value, reads);
+      for (int acc : reads)
+        if (!rowAccs.count(acc)) return std::nullopt;
+      for (const Expr* e : loadsInOrder(store->value)) ph.accesses.push_back({e->buffer, false, &e->index});
+      ph.stores.insert(store->buffer);
+      ph.accesses.push_back({store->buffer, true, &store->index});
+    } else if (const auto* loop = s.getIf<Loop>()) {
+      ph.nest = perfectNest(s);
+      for (const Loop* l : ph.nest) ph.extent *= l->extent;
+      Touches t = touches(loop->body);
+      for (const auto& [acc, kind] : t.updatedAccs) {
+        if (t.localAccs.count(acc)) {
+          if (rowAccs.count(acc)) return std::nullopt;  // a row accumulator re-initialised per iteration
+          continue;
+        }
+        if (!rowAccs.count(acc) || !fresh.count(acc) || rowAccs[acc] != kind || t.readAccs.count(acc)) return std::nullopt;
+        ph.reduced.push_back(acc);
+        ph.kinds.push_back(kind);
+      }
+      for (int acc : ph.reduced) fresh.erase(acc);
+      // Every thread holds a row accumulator's value; one initialised inside a loop holds, in
+      // each thread, what that thread's last iteration left, so nothing after the loop may read it.
+      for (int acc : t.readAccs)
+        if (!t.localAccs.count(acc) && !rowAccs.count(acc)) return std::nullopt;
+      for (int acc : t.localAccs) rowAccs.erase(acc);
+      // Distinct strided iterations must store distinct elements: every strided variable indexes
+      // some dimension of every store.
+      for (const Store* st : t.stores) {
+        for (const Loop* l : ph.nest) {
+          bool indexed = std::any_of(st->index.begin(), st->index.end(), [&](const IndexExpr& ix) { return isVar(ix, l->var); });
+          if (!indexed) return std::nullopt;
+        }
+        ph.stores.insert(st->buffer);
+        ph.accesses.push_back({st->buffer, true, &st->index});
+      }
+      // A buffer written in this phase is read only where the same thread writes it.
+      for (const Expr* e : t.loads) {
+        ph.accesses.push_back({e->buffer, false, &e->index});
+        if (!ph.stores.count(e->buffer)) continue;
+        bool own = std::any_of(t.stores.begin(), t.stores.end(),
+                               [&](const Store* st) { return st->buffer == e->buffer && equal(st->index, e->index); });
+        if (!own) return std::nullopt;
+      }
+    } else {
+      return std::nullopt;  // a guard or an update at the row level
+    }
+    plan.phases.push_back(std::move(ph));
+  }
+  if (std::none_of(plan.phases.begin(), plan.phases.end(), [](const RowPhase& ph) { return !ph.reduced.empty(); })) return std::nullopt;
+  int64_t longest = 1;
+  for (const RowPhase& ph : plan.phases) {
+    longest = std::max(longest, ph.extent);
+    plan.maxReduced = std::max(plan.maxReduced, static_cast<int>(ph.reduced.size()));
+  }
+  // Rows shorter than a warp: one thread per row (grid-stride) fills the GPU better, unless the
+  // rows are too few to fill it either way.
+  if (longest < 32 && shape.outputs > 16384) return std::nullopt;
+  // The block: the configured size, halved while a whole row still fits in half of it (a warp
+  // at least), so that short rows do not leave most threads idle.
+  int b = o.threadsPerBlock;
+  while (b > 32 && b / 2 >= longest) b /= 2;
+  plan.threads = b;
+  return plan;
+}
+
+// Both loops stride the same nest shape over the threads, and b's index is a's with p's strided
+// variables read as q's (the stores of a loop are indexed by every strided variable, so an
+// element names its iteration, and so its thread).
+bool sameThread(const RowPhase& p, const RowAccess& a, const RowPhase& q, const RowAccess& b) {
+  if (p.nest.empty() || p.nest.size() != q.nest.size() || a.index->size() != b.index->size()) return false;
+  VarRenaming rename;
+  for (size_t n = 0; n < p.nest.size(); ++n) {
+    if (p.nest[n]->extent != q.nest[n]->extent) return false;
+    rename[p.nest[n]->var] = q.nest[n]->var;
+  }
+  return equal(*a.index, *b.index, rename);
+}
+
+// The left-hand variables index the same dimensions in every access of every written buffer, so
+// consecutive rows of a block need no barrier between them.
+bool rowPrivate(const LoopProgram& p, const KernelShape& shape) {
+  std::map<int, std::vector<const std::vector<IndexExpr>*>> accesses;
+  std::set<int> written;
+  forEachAccess(
+      *shape.inner, [&](const Expr& load) { accesses[load.buffer].push_back(&load.index); },
+      [&](const Store& store) {
+        accesses[store.buffer].push_back(&store.index);
+        written.insert(store.buffer);
+      });
+  for (int b : written)
+    for (const Loop* l : shape.lhs) {
+      std::set<size_t> dims;
+      for (size_t d = 0; d < p.buffers[b].shape.size(); ++d) dims.insert(d);
+      for (const std::vector<IndexExpr>* idx : accesses[b])
+        for (size_t d = 0; d < idx->size(); ++d)
+          if (!isVar((*idx)[d], l->var)) dims.erase(d);
+      if (dims.empty()) return false;
+    }
+  return true;
+}
+
+}  // namespace texc::loops::gpu

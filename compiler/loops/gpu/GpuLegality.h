@@ -1,0 +1,94 @@
+// Where each GPU mapping strategy applies (docs/cuda.md, "Mapping rules"): the shape matchers and
+// legality analyses that map-gpu and sync-gpu-threads share. They read a kernel as lowered (its
+// left-hand nest, its row body) and change nothing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/loops/LoopIR.h"
+
+namespace texc::loops::gpu {
+
+// The switches of the mapping (what CudaCodeGenOptions held before the mapping was a pass).
+struct GpuMapOptions {
+  int threadsPerBlock = 256;      // grid-stride, block-reduce and row-block kernels; a power of two >= 32
+  int64_t maxBlocks = 8192;       // the grid-stride loops cover the rest
+  bool blockReductions = true;    // block-reduce where it fits (else grid-stride); false also disables row-block
+  bool rowBlocks = true;          // row-block where it fits (else grid-stride)
+  bool tiledContractions = true;  // tiled-contract where it fits (else grid-stride)
+};
+
+// A kernel's left-hand nest (the perfect nest from its single top statement, its outputs) and its
+// row body (what sits at the innermost point: the kernel body when there is no left-hand loop).
+struct KernelShape {
+  std::vector<const Loop*> lhs;
+  const Block* inner = nullptr;
+  int64_t outputs = 1;  // the product of the left-hand extents
+};
+KernelShape kernelShape(const Kernel& k);
+
+// The expressions that recover each loop of a flattened nest (extents outermost first) from the
+// flat index `flat`, innermost fastest: "flat % 64", "flat / 64", "(flat / 64) % 8" ...
+std::vector<std::string> unflattenExprs(const std::vector<int64_t>& extents, const std::string& flat);
+
+// The loads of `e` in pre-order (the numbering GpuMapping's operand lists use).
+std::vector<const Expr*> loadsInOrder(const Expr& e);
+
+// tiled-contract: inner = [acc = identity, for k { acc op= term }, (the same again)*, store f(acc)]
+// inside at least two left-hand loops i, j (the last two), extents >= 16, some loads of the term
+// reading (i, k) but not j and some (k, j) but not i, and the staged tiles fitting 48 KB.
+struct TiledMatch {
+  int tile = 0, regBlock = 0, kStep = 16;
+  std::vector<int> rowOperands, colOperands;  // load numbers in the term
+  std::vector<int> copies;                    // accumulators of the repeated reductions
+  int64_t tilesI = 0, tilesJ = 0, tiles = 0;
+};
+std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
+
+// block-reduce: inner = [acc = identity, reduction nest, store f(acc)] with enough terms (at least
+// 256, or 32 with at most 16384 outputs). Returns the number of terms.
+std::optional<int64_t> matchBlockReduce(const KernelShape& shape);
+
+// float4 grid-stride: an elementwise f32 kernel (inner is one f32 store) over a multiple of 4
+// elements. Returns the buffers read exactly like the output (as float4), and which loads of the
+// store's value (numbered in pre-order) read them so.
+struct Float4Match {
+  std::vector<int> buffers;
+  std::vector<int> loads;
+};
+std::optional<Float4Match> matchFloat4(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
+
+// row-block: the row body as a sequence of phases (docs/cuda.md, rule 3).
+struct RowAccess {
+  int buffer = -1;
+  bool write = false;
+  const std::vector<IndexExpr>* index = nullptr;
+};
+struct RowPhase {
+  size_t stmt = 0;                // its position in the row body
+  std::vector<const Loop*> nest;  // a Loop: the perfect nest strided over the threads
+  int64_t extent = 1;             // a Loop: its flattened iterations
+  std::vector<int> reduced;       // the row accumulators combined after it, in order
+  std::vector<ReduceKind> kinds;  // and how
+  std::set<int> stores;           // buffers written
+  std::vector<RowAccess> accesses;
+};
+struct RowPlan {
+  std::vector<RowPhase> phases;  // one per row-body statement
+  int threads = 0;               // the block
+  int maxReduced = 0;            // the most accumulators one phase combines
+};
+// Declines (nullopt) where docs/cuda.md says row-block does.
+std::optional<RowPlan> planRowBlock(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o);
+
+// Whether access a of phase p and access b of phase q touch each element from the same thread.
+bool sameThread(const RowPhase& p, const RowAccess& a, const RowPhase& q, const RowAccess& b);
+
+// Whether every buffer the row body writes is touched only at elements of the current row.
+bool rowPrivate(const LoopProgram& p, const KernelShape& shape);
+
+}  // namespace texc::loops::gpu

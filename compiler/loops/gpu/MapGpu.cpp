@@ -1,0 +1,151 @@
+#include "compiler/loops/gpu/MapGpu.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler/loops/PerfectNest.h"
+#include "compiler/loops/Walk.h"
+
+namespace texc::loops::gpu {
+
+namespace {
+
+const char* reduceName(ReduceKind r) {
+  switch (r) {
+    case ReduceKind::Sum: return "sum";
+    case ReduceKind::Prod: return "product";
+    case ReduceKind::Max: return "max";
+    case ReduceKind::Min: return "min";
+  }
+  return "?";
+}
+
+std::vector<int64_t> extentsOf(const std::vector<const Loop*>& loops) {
+  std::vector<int64_t> e;
+  for (const Loop* l : loops) e.push_back(l->extent);
+  return e;
+}
+
+// "name → expression" for each loop of a flattened nest, outermost first; an expression that is
+// the flat index itself reads `whole` instead.
+std::vector<std::string> flatNotes(const Kernel& k, const std::vector<const Loop*>& loops, const std::string& flat,
+                                   const std::string& whole, const std::string& suffix = "") {
+  std::vector<std::string> exprs = unflattenExprs(extentsOf(loops), flat);
+  std::vector<std::string> out;
+  for (size_t d = 0; d < loops.size(); ++d)
+    out.push_back(fmt::format("{} → {}{}", k.varNames[loops[d]->var], exprs[d] == flat ? whole : exprs[d], suffix));
+  return out;
+}
+
+void mark(const std::vector<const Loop*>& loops, GpuLoop g) {
+  for (const Loop* l : loops) const_cast<Loop*>(l)->gpu = g;  // the kernel's own loops, found through its shape
+}
+
+void append(std::vector<std::string>& to, const std::vector<std::string>& lines) { to.insert(to.end(), lines.begin(), lines.end()); }
+
+}  // namespace
+
+void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
+  forEachStmt(k.body, [](Stmt& s) {
+    if (Loop* l = s.getIf<Loop>()) l->gpu = GpuLoop::None;
+  });
+  KernelShape shape = kernelShape(k);
+  const Block& inner = *shape.inner;
+  GpuMapping m;
+  const int b = o.threadsPerBlock;
+  m.work = shape.outputs;
+
+  if (std::optional<TiledMatch> t = o.tiledContractions ? matchTiledContraction(p, k, shape) : std::nullopt) {
+    m.strategy = GpuStrategy::TiledContraction;
+    m.threads = t->kStep * t->kStep;
+    m.work = t->tiles;
+    m.blocks = std::max<int64_t>(1, std::min<int64_t>(t->tiles, o.maxBlocks));
+    m.tile = t->tile;
+    m.regBlock = t->regBlock;
+    m.kStep = t->kStep;
+    m.rowOperands = t->rowOperands;
+    m.colOperands = t->colOperands;
+    m.copies = t->copies;
+    const Loop& li = *shape.lhs[shape.lhs.size() - 2];
+    const Loop& lj = *shape.lhs.back();
+    const Loop& kLoop = inner[1].as<Loop>();
+    std::vector<const Loop*> outer(shape.lhs.begin(), shape.lhs.end() - 2);
+    mark(outer, GpuLoop::Blocks);
+    mark({&li}, GpuLoop::TileRows);
+    mark({&lj}, GpuLoop::TileCols);
+    for (size_t n = 1; n < inner.size(); n += 2) mark({&inner[n].as<Loop>()}, GpuLoop::Staged);
+    int kT = t->kStep;
+    m.notes.push_back(fmt::format("{} → row0 + threadIdx.x/{} + {}*r, r < {} (row0: the {}-row tile of blockIdx.x)", k.varNames[li.var], kT, kT,
+                                  t->regBlock, t->tile));
+    m.notes.push_back(fmt::format("{} → col0 + threadIdx.x%{} + {}*c, c < {} (col0: the {}-column tile of blockIdx.x)", k.varNames[lj.var], kT,
+                                  kT, t->regBlock, t->tile));
+    m.notes.push_back(fmt::format("{} → k0 + kk, k0 in steps of {} staged through shared memory", k.varNames[kLoop.var], kT));
+    if (!outer.empty()) {
+      std::string names;
+      for (const Loop* l : outer) names += (names.empty() ? "" : ", ") + k.varNames[l->var];
+      m.notes.push_back(fmt::format("{} → tile / {}, tile = blockIdx.x, grid-stride over {} tiles", names, t->tilesI * t->tilesJ, t->tiles));
+    }
+  } else if (std::optional<int64_t> terms = o.blockReductions ? matchBlockReduce(shape) : std::nullopt) {
+    m.strategy = GpuStrategy::BlockReduce;
+    m.threads = b;
+    m.terms = *terms;
+    m.blocks = std::max<int64_t>(1, std::min<int64_t>(shape.outputs, o.maxBlocks));
+    std::vector<const Loop*> red = perfectNest(inner[1]);
+    mark(shape.lhs, GpuLoop::Blocks);
+    mark(red, GpuLoop::Threads);
+    m.notes = flatNotes(k, shape.lhs, "row", "blockIdx.x");
+    m.notes.push_back(fmt::format("row = blockIdx.x, grid-stride by gridDim.x over {} rows", shape.outputs));
+    append(m.notes, flatNotes(k, red, "r", "threadIdx.x", " (reduction)"));
+    m.notes.push_back(fmt::format("r = threadIdx.x, block-stride by {} over {} terms; warp shuffles, then shared memory", b, *terms));
+  } else if (std::optional<RowPlan> row = o.blockReductions && o.rowBlocks ? planRowBlock(p, k, shape, o) : std::nullopt) {
+    m.strategy = GpuStrategy::RowBlock;
+    m.threads = row->threads;
+    m.maxCombined = row->maxReduced;
+    m.blocks = std::max<int64_t>(1, std::min<int64_t>(shape.outputs, o.maxBlocks));
+    mark(shape.lhs, GpuLoop::Blocks);
+    m.notes = flatNotes(k, shape.lhs, "row", "blockIdx.x");
+    m.notes.push_back(fmt::format("row = blockIdx.x, grid-stride by gridDim.x over {} rows", shape.outputs));
+    int phaseNo = 0;
+    for (const RowPhase& ph : row->phases) {
+      if (ph.nest.empty()) continue;
+      ++phaseNo;
+      mark(ph.nest, GpuLoop::Threads);
+      std::string stride = fmt::format("threadIdx.x + {}*s, s < {}", row->threads, (ph.extent + row->threads - 1) / row->threads);
+      for (const std::string& line : flatNotes(k, ph.nest, "e", stride)) m.notes.push_back(fmt::format("phase {}: {}", phaseNo, line));
+      if (ph.nest.size() > 1) m.notes.push_back(fmt::format("phase {}: e = {}", phaseNo, stride));
+      std::string what;
+      for (int buf : ph.stores) what += fmt::format("{}{}", what.empty() ? "stores " : ", ", p.buffers[buf].name);
+      for (size_t n = 0; n < ph.reduced.size(); ++n)
+        what += fmt::format("{}{} into acc{}", what.empty() ? "" : ", ", reduceName(ph.kinds[n]), ph.reduced[n]);
+      m.notes.push_back(fmt::format("phase {}: {}{}", phaseNo, what.empty() ? "no stores" : what,
+                                    ph.reduced.empty() ? "" : ", combined across the block and broadcast"));
+    }
+  } else {
+    m.strategy = GpuStrategy::GridStride;
+    m.threads = b;
+    mark(shape.lhs, GpuLoop::Grid);
+    if (std::optional<Float4Match> vec = matchFloat4(p, k, shape)) {
+      m.float4 = true;
+      m.float4Buffers = vec->buffers;
+      m.float4Loads = vec->loads;
+      int64_t quads = shape.outputs / 4;
+      m.blocks = std::max<int64_t>(1, std::min<int64_t>((quads + b - 1) / b, o.maxBlocks));
+      m.notes = flatNotes(k, shape.lhs, "t", "t");
+      m.notes.push_back(
+          fmt::format("t = 4*q + lane, q = blockIdx.x*{}+threadIdx.x, grid-stride by gridDim.x*{} over {} float4 groups", b, b, quads));
+    } else {
+      m.blocks = std::max<int64_t>(1, std::min<int64_t>((shape.outputs + b - 1) / b, o.maxBlocks));
+      m.notes = flatNotes(k, shape.lhs, "t", fmt::format("blockIdx.x*{}+threadIdx.x", b));
+      m.notes.push_back(fmt::format("t = blockIdx.x*{}+threadIdx.x, grid-stride by gridDim.x*{} over {} elements", b, b, shape.outputs));
+    }
+  }
+  k.gpu = std::move(m);
+}
+
+int mapGpu(LoopProgram& p, const GpuMapOptions& o) {
+  for (Kernel& k : p.kernels) mapGpuKernel(p, k, o);
+  return static_cast<int>(p.kernels.size());
+}
+
+}  // namespace texc::loops::gpu

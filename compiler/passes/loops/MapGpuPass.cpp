@@ -1,0 +1,14 @@
+// map-gpu: each kernel's GPU mapping (strategy, launch shape, float4, tile sizes) and the marks on
+// the loops it maps (compiler/loops/gpu/MapGpu.h). CUDA pipeline only (Pipeline.cpp lists it for
+// --target cuda alone); codegen-cuda prints what it chose.
+#include "compiler/loops/gpu/MapGpu.h"
+#include "compiler/passes/Pass.h"
+
+namespace texc {
+
+bool runMapGpu(CompileState& s) {
+  if (s.options.target != Target::Cuda) return false;
+  return loops::gpu::mapGpu(*s.loops) > 0;
+}
+
+}  // namespace texc

@@ -1,0 +1,150 @@
+// map-gpu and sync-gpu-threads: the mapping each kind of kernel gets is visible in the printed
+// loop IR (the kernel's "# gpu:" lines, the marks after its loops), the passes run for the cuda
+// target only, codegen-cuda prints what they chose, and the verifier checks the mapping.
+#include <catch2/catch.hpp>
+#include <stdexcept>
+
+#include "CudaTestSupport.h"
+#include "compiler/backend/cuda/CodeGenCUDA.h"
+#include "compiler/loops/Walk.h"
+#include "compiler/loops/gpu/MapGpu.h"
+#include "compiler/loops/gpu/SyncGpuThreads.h"
+#include "compiler/passes/Pipeline.h"
+
+namespace texc::cudatest {
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::unique_ptr<Compilation> compiled(const std::string& example, const std::vector<std::string>& defines = {},
+                                      FuseMode fuse = FuseMode::All) {
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / example, defines);
+  std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA, Target::Cuda, fuse);
+  REQUIRE(c->ok);
+  REQUIRE(c->state.loops);
+  return c;
+}
+
+TEST_CASE("map-gpu: an elementwise kernel is grid-stride with float4, its loops marked grid", "[cuda][map-gpu]") {
+  std::unique_ptr<Compilation> c = compiled("gelu.tex");
+  const loops::Kernel& k = c->state.loops->kernels[0];
+  REQUIRE(k.gpu);
+  CHECK(k.gpu->strategy == loops::GpuStrategy::GridStride);
+  CHECK(k.gpu->float4);
+  std::string text = loops::printLoopProgram(*c->state.loops);
+  INFO(text);
+  CHECK(has(text, "  # gpu: grid-stride, launch <<<8192, 256>>>\n"));
+  CHECK(has(text, "  # gpu: float4: four elements per thread, read as float4: x, r\n"));
+  CHECK(has(text, " grid\n"));
+  CHECK_FALSE(has(text, " blocks\n"));
+  // What codegen-cuda prints is the mapping: the same launch and notes.
+  const CudaKernel& ck = c->state.cuda->kernels[0];
+  CHECK(ck.blocks == k.gpu->blocks);
+  CHECK(ck.threads == k.gpu->threads);
+  CHECK(ck.mapping == k.gpu->notes);
+}
+
+TEST_CASE("map-gpu: a fused softmax is row-block, and sync-gpu-threads places its combines", "[cuda][map-gpu]") {
+  std::unique_ptr<Compilation> c = compiled("softmax.tex", {"R=4096", "D=4096"});
+  const loops::Kernel& k = c->state.loops->kernels[0];
+  REQUIRE(k.gpu);
+  CHECK(k.gpu->strategy == loops::GpuStrategy::RowBlock);
+  CHECK(k.gpu->synced);
+  std::string text = loops::printLoopProgram(*c->state.loops);
+  INFO(text);
+  CHECK(has(text, "  # gpu: row-block, launch <<<4096, 256>>>\n"));
+  CHECK(has(text, "  # gpu: i → blockIdx.x\n"));
+  CHECK(has(text, "for i < 4096 parallel blocks\n"));  // the CPU marks of lowering stay; the backend ignores them
+  CHECK(has(text, "for j < 4096 threads\n"));
+  CHECK(has(text, ": combine across threads after it: max acc0 (warp shuffles, then shared memory between two barriers), broadcast\n"));
+  CHECK(has(text, ": combine across threads after it: sum acc1"));
+  int combines = 0;
+  for (const loops::GpuRowSync& s : k.gpu->sync) combines += !s.accs.empty();
+  CHECK(combines == 2);
+}
+
+TEST_CASE("map-gpu: a row reduction with few rows is block-reduce, matmul is tiled-contract", "[cuda][map-gpu]") {
+  std::unique_ptr<Compilation> s = compiled("softmax.tex", {"R=5", "D=300"}, FuseMode::Elementwise);
+  const loops::LoopProgram& sp = *s->state.loops;
+  REQUIRE(sp.kernels[0].gpu);
+  CHECK(sp.kernels[0].gpu->strategy == loops::GpuStrategy::BlockReduce);
+  CHECK(sp.kernels[0].gpu->terms == 300);
+  std::string text = loops::printLoopProgram(sp);
+  INFO(text);
+  CHECK(has(text, "  # gpu: block-reduce, launch <<<5, 256>>>\n"));
+  CHECK(has(text, "for j < 300 threads\n"));
+
+  std::unique_ptr<Compilation> m = compiled("matmul.tex");
+  const loops::Kernel& k = m->state.loops->kernels[0];
+  REQUIRE(k.gpu);
+  CHECK(k.gpu->strategy == loops::GpuStrategy::TiledContraction);
+  std::string mm = loops::printLoopProgram(*m->state.loops);
+  INFO(mm);
+  CHECK(has(mm, "  # gpu: tiled-contract, launch <<<"));
+  CHECK(has(mm, "  # gpu: tile 128x128, 8x8 registers per thread, k-step 16; staged loads of the term: rows #0, columns #1\n"));
+  CHECK(has(mm, " tile-rows\n"));
+  CHECK(has(mm, " tile-cols\n"));
+  CHECK(has(mm, " staged\n"));
+}
+
+TEST_CASE("map-gpu: the options turn strategies off, and the CPU pipeline never maps", "[cuda][map-gpu]") {
+  std::unique_ptr<Compilation> c = compiled("softmax.tex", {"R=5", "D=300"});
+  loops::LoopProgram p = *c->state.loops;
+  loops::gpu::GpuMapOptions o;
+  o.rowBlocks = false;
+  loops::gpu::mapGpu(p, o);
+  CHECK(p.kernels[0].gpu->strategy == loops::GpuStrategy::GridStride);
+  CHECK(loops::verifyLoopProgram(p).empty());
+
+  TestProgram cpu = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "softmax.tex", {"R=5", "D=300"});
+  std::unique_ptr<Compilation> onCpu = compileTo(cpu, Stage::LLVM, Target::Cpu);
+  REQUIRE(onCpu->ok);
+  for (const loops::Kernel& k : onCpu->state.loops->kernels) CHECK_FALSE(k.gpu);
+  CHECK_FALSE(has(loops::printLoopProgram(*onCpu->state.loops), "# gpu:"));
+}
+
+TEST_CASE("map-gpu: the pipeline runs the mapping passes before codegen-cuda, for cuda only", "[cuda][map-gpu]") {
+  std::string cuda, cpu, cudaLoops;
+  PipelineOptions cudaOptions, cpuOptions;
+  cudaOptions.target = Target::Cuda;
+  for (const PassInfo* p : buildPipeline(cudaOptions, Stage::CUDA)) cuda += std::string(p->name) + " ";
+  for (const PassInfo* p : buildPipeline(cpuOptions, Stage::LLVM)) cpu += std::string(p->name) + " ";
+  for (const PassInfo* p : buildPipeline(cudaOptions, Stage::Plan)) cudaLoops += std::string(p->name) + " ";
+  CHECK(has(cuda, "plan-memory map-gpu sync-gpu-threads codegen-cuda "));
+  CHECK_FALSE(has(cpu, "map-gpu"));
+  CHECK_FALSE(has(cpu, "sync-gpu-threads"));
+  CHECK_FALSE(has(cudaLoops, "map-gpu"));
+  REQUIRE(findPass("map-gpu"));
+  CHECK(findPass("map-gpu")->stage == Stage::Loops);
+  CHECK(findPass("sync-gpu-threads")->stage == Stage::Loops);
+}
+
+TEST_CASE("map-gpu: the verifier checks the mapping, and codegen-cuda refuses an unmapped program", "[cuda][map-gpu]") {
+  std::unique_ptr<Compilation> c = compiled("softmax.tex", {"R=5", "D=300"});
+  loops::LoopProgram p = *c->state.loops;
+  REQUIRE(loops::verifyLoopProgram(p).empty());
+  // A row-block kernel whose combines were not placed is refused by the printer.
+  loops::LoopProgram unsynced = p;
+  unsynced.kernels[0].gpu->synced = false;
+  unsynced.kernels[0].gpu->sync.clear();
+  CHECK_THROWS_AS(printCUDA(unsynced), std::logic_error);
+  // Marks without a mapping, a mark of another strategy, a launch the hardware refuses.
+  loops::LoopProgram bad = p;
+  bad.kernels[0].gpu->threads = 48;
+  loops::forEachStmt(bad.kernels[0].body, [](loops::Stmt& s) {
+    if (loops::Loop* l = s.getIf<loops::Loop>()) l->gpu = loops::GpuLoop::Staged;
+  });
+  std::string all;
+  for (const std::string& problem : loops::verifyLoopProgram(bad)) all += problem + "\n";
+  INFO(all);
+  CHECK(has(all, "48 threads per block"));
+  CHECK(has(all, "a loop marked staged in a row-block kernel"));
+  bad.kernels[0].gpu.reset();
+  CHECK(has(loops::verifyLoopProgram(bad).front(), "loops marked for the GPU in a kernel without a GPU mapping"));
+  CHECK_THROWS_AS(printCUDA(bad), std::logic_error);
+  // generateCUDA maps a copy itself, whatever the program held.
+  CHECK(generateCUDA(bad).kernels[0].strategy == CudaStrategy::RowBlock);
+}
+
+}  // namespace
+}  // namespace texc::cudatest
