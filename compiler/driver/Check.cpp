@@ -19,6 +19,7 @@ CompileRequest ProgramOptions::request(Stage until) const {
   else r.options.fuse = FuseMode::All;
   r.options.planMemory = !noPlan;
   r.options.tile = !noTile;
+  r.options.disabledPasses.insert(disablePasses.begin(), disablePasses.end());
   if (!schedulePath.empty()) {
     std::unique_ptr<SourceFile> f = readSourceFile(schedulePath);
     if (std::string err = loops::parseScheduleText(f->text(), r.options.schedule); !err.empty())

@@ -21,7 +21,8 @@ struct ProgramOptions {
   std::vector<std::string> printBefore;  // --print-before=PASS,...
   std::string fuse = "all";
   bool noPlan = false;  // --no-plan: one buffer per intermediate, no memory plan
-  bool noTile = false;       // --no-tile
+  bool noTile = false;  // --no-tile
+  std::vector<std::string> disablePasses;  // --disable-pass=PASS,...
   std::string schedulePath;  // --schedule FILE (docs/scheduling.md)
   std::string conv;          // --conv implicit|im2col|direct (empty: the schedule's, else implicit)
   bool timePasses = false;

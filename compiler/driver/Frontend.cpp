@@ -51,8 +51,10 @@ std::unique_ptr<Compilation> compileProgram(const CompileRequest& req) {
   auto c = std::make_unique<Compilation>();
   LetOverrides overrides = parseDefines(req.defines);
   if (std::string err = checkPassNames(req.instrumentation); !err.empty()) throw CommandError{kExitUsage, err};
+  if (std::string err = checkDisabledPasses(req.options.disabledPasses); !err.empty()) throw CommandError{kExitUsage, err};
   if (req.printedPassesMustRun)
-    if (std::string err = checkPassesInPipeline(req.instrumentation.printAfter, req.instrumentation.printBefore, req.options);
+    if (std::string err = checkPassesInPipeline(req.instrumentation.printAfter, req.instrumentation.printBefore, req.options,
+                                                req.until);
         !err.empty())
       throw CommandError{kExitUsage, err};
   c->file = readSourceFile(req.path);

@@ -15,6 +15,7 @@ int commandPasses(const ProgramOptions& o, const std::string& target) {
   // The switches as `run` and `compile` read them (a schedule file is parsed, --cpu resolved:
   // their errors are usage errors here too); no program is read.
   CompileRequest request = o.request(Stage::LLVM);
+  if (std::string err = checkDisabledPasses(request.options.disabledPasses); !err.empty()) throw CommandError{kExitUsage, err};
   const bool cuda = target == "cuda";
   if (cuda) request.options.target = Target::Cuda;
   const CpuTarget& machine = cpuTarget(request.options.cpu);

@@ -30,6 +30,9 @@ void addPipelineSwitches(CLI::App* cmd, ProgramOptions& o) {
   cmd->add_option("--schedule", o.schedulePath, "tile-size overrides for contractions (docs/scheduling.md)")->type_name("FILE");
   cmd->add_option("--conv", o.conv, "convolutions as implicit GEMM (default), im2col + GEMM, or direct (untiled) loops")
       ->type_name("implicit|im2col|direct");
+  cmd->add_option("--disable-pass", o.disablePasses, "leave these passes out of the pipeline (`texc passes` lists them)")
+      ->delimiter(',')
+      ->type_name("PASS,...");
   cmd->add_option("--cpu", o.pipeline.cpu,
                   "the CPU to generate code for: host, or an LLVM CPU name (haswell, skylake-avx512, znver3, ...)")
       ->capture_default_str();

@@ -3,6 +3,7 @@
 #include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/Substitute.h"
 #include "compiler/loops/Walk.h"
+#include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
 
@@ -17,6 +18,9 @@ bool sinkOne(Kernel& k) {
   while (longerAt < nest.size() && nest[longerAt]->extent == 1) ++longerAt;
   if (longerAt == nest.size()) return false;
   Stmt& longer = nest[longerAt - 1]->body[0];
+  // The longer loop becomes the parallel one only where threads may share it: a k-block loop
+  // carries the partial sums in C from one block to the next, and two threads would race on them.
+  if (!nest::parallelProblem(k, longer.as<Loop>()).empty()) return false;
   if (!anyStmt(longer.as<Loop>().body, [](const Stmt& s) { return s.is<Loop>(); })) {
     // The innermost loop, which the vectorizer widens: it stays innermost and becomes the
     // parallel loop too (as a rank-1 kernel's only loop is); the unit loops go, their variables

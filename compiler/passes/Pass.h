@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@ struct PipelineOptions {
   std::string schedulePath;           // that file, for messages
   int threads = 0;  // threads the code will run on (run/compare --threads); 0: one per core
   std::string cpu = "host";  // --cpu: the CPU the code is for (cpuTarget), an LLVM CPU name or host
+  std::set<std::string> disabledPasses;  // --disable-pass: optional passes left out (Pipeline.h)
 };
 
 // One fusion decision: a producer, the nodes that read it, and why it was or was not fused.

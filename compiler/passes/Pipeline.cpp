@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <string>
 
 namespace texc {
@@ -26,6 +28,28 @@ struct Slot {
   const char* condition;
   LeftOut leftOut;
 };
+
+// The passes without which nothing runs, and why: --disable-pass refuses them.
+struct Required {
+  const char* name;
+  const char* why;
+};
+const Required kRequired[] = {
+    {"parse", "every later pass starts from the AST"},
+    {"sema", "the graph needs the shapes, ranges and bounds it resolves"},
+    {"split-ops", "it builds the dataflow graph the later passes work on"},
+    {"lower-to-loops", "it builds the loop IR both backends generate code from"},
+    {"map-gpu", "codegen-cuda prints the mapping it chooses"},
+    {"sync-gpu-threads", "without its barriers the threads of a row block would race"},
+    {"codegen-llvm", "it generates the CPU code"},
+    {"codegen-cuda", "it generates the CUDA code"},
+};
+
+// Why the slot is left out of the pipeline of `o`: disabled on the command line, or its own rule.
+std::string slotLeftOut(const Slot& slot, const PipelineOptions& o) {
+  if (o.disabledPasses.count(slot.name)) return "--disable-pass: left out on the command line";
+  return slot.leftOut(o);
+}
 
 // The whole pipeline, one slot per pass, with why it runs there.
 const Slot kPipeline[] = {
@@ -128,7 +152,7 @@ std::vector<PipelineEntry> pipelineTable(const PipelineOptions& options, Stage u
   std::vector<PipelineEntry> out;
   for (const Slot& slot : kPipeline) {
     const PassInfo* p = findPass(slot.name);
-    if (!slot.leftOut(options).empty()) continue;
+    if (!slotLeftOut(slot, options).empty()) continue;
     if (!reaches(*p, until, options.target)) break;
     out.push_back({p, slot.condition});
   }
@@ -145,15 +169,25 @@ std::string whyNotInPipeline(const std::string& name, const PipelineOptions& opt
   std::string why;
   for (const Slot& slot : kPipeline) {
     if (name != slot.name) continue;
-    std::string reason = slot.leftOut(options);
+    std::string reason = slotLeftOut(slot, options);
     if (reason.empty()) return "";  // one run of it is in the pipeline (dce runs twice)
     if (why.empty()) why = reason;
   }
   return why;
 }
 
+std::string checkDisabledPasses(const std::set<std::string>& names) {
+  for (const std::string& name : names) {
+    if (!findPass(name)) return fmt::format("--disable-pass={}: no such pass (`texc passes` lists them)", name);
+    for (const Required& r : kRequired)
+      if (name == r.name) return fmt::format("--disable-pass={}: the pipeline cannot run without it: {}", name, r.why);
+  }
+  return "";
+}
+
 std::string checkPassesInPipeline(const std::set<std::string>& printAfter, const std::set<std::string>& printBefore,
-                                  const PipelineOptions& options) {
+                                  const PipelineOptions& options, Stage until) {
+  const std::vector<const PassInfo*> reached = buildPipeline(options, until);
   for (const auto* names : {&printAfter, &printBefore})
     for (const std::string& name : *names) {
       if (!findPass(name)) continue;
@@ -165,6 +199,11 @@ std::string checkPassesInPipeline(const std::set<std::string>& printAfter, const
                            why.substr(0, colon), colon == std::string::npos ? "" : why.substr(colon + 2),
                            names == &printAfter ? "after" : "before", name, options.target == Target::Cuda ? " --target cuda" : "");
       }
+      const bool runs = std::any_of(reached.begin(), reached.end(), [&](const PassInfo* p) { return name == p->name; });
+      if (!runs)
+        return fmt::format("pass '{}' does not run: the compile stops before it, at what --emit asks for (--print-{}={}; emit a later "
+                           "form, or print after an earlier pass)",
+                           name, names == &printAfter ? "after" : "before", name);
     }
   return "";
 }

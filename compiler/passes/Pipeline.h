@@ -32,9 +32,15 @@ std::vector<const PassInfo*> buildPipeline(const PipelineOptions& options, Stage
 // "SWITCH: explanation" ("--no-tile: contractions keep their lowered nests"); empty when it is.
 std::string whyNotInPipeline(const std::string& name, const PipelineOptions& options);
 
-// Checks that every pass the print options name is in the pipeline of `options`; returns a
-// usage error saying which is not and why otherwise (an unknown name is checkPassNames's error).
+// Checks that every pass the print options name is in the pipeline of `options` and runs before
+// it stops at `until`; returns a usage error saying which is not and why otherwise (an unknown
+// name is checkPassNames's error).
 std::string checkPassesInPipeline(const std::set<std::string>& printAfter, const std::set<std::string>& printBefore,
-                                  const PipelineOptions& options);
+                                  const PipelineOptions& options, Stage until = Stage::LLVM);
+
+// Checks the names of --disable-pass: each must be a pass of Passes.def that the pipeline can
+// run without (parse, sema, split-ops, lower-to-loops and the code generators cannot be left
+// out). Returns the usage error, empty when all are fine.
+std::string checkDisabledPasses(const std::set<std::string>& names);
 
 }  // namespace texc

@@ -242,7 +242,8 @@ bool runFuse(CompileState& s) {
     }
     // The tile pass tiles a contraction only as a kernel of its own or with a pointwise
     // epilogue: inside another reduction (conv under a max pool) it would stay untiled.
-    const bool tiling = s.options.tile && s.options.target == Target::Cpu && s.options.schedule.tile != false;
+    const bool tiling = s.options.tile && s.options.target == Target::Cpu && s.options.schedule.tile != false &&
+                        !s.options.disabledPasses.count("tile");
     const bool convTiled = s.options.schedule.conv.value_or(loops::ConvMode::Implicit) != loops::ConvMode::Direct;
     double total = 0;
     for (auto& [key, domain] : distinct) total += domain;

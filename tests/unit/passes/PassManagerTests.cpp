@@ -389,7 +389,7 @@ TEST_CASE("pipeline: the cuda target leaves out the cpu passes and ends in codeg
   PipelineOptions cuda;
   cuda.target = Target::Cuda;
   CHECK(joined(passNames(cuda)) ==
-        "parse sema split-ops constant-fold simplify cse dce fuse dce lower-to-loops fuse-row-passes plan-memory codegen-cuda");
+        "parse sema split-ops constant-fold simplify cse dce fuse dce lower-to-loops fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
   for (const char* name : {"tile", "sink-unit-loops", "split-borders", "fuse-into-tiles", "codegen-llvm", "optimize-llvm"}) {
     INFO(name);
     CHECK(whyNotInPipeline(name, cuda).rfind("--target cuda: ", 0) == 0);
@@ -480,6 +480,29 @@ TEST_CASE("pipeline: the pass manager runs exactly the passes buildPipeline retu
     CHECK_FALSE(has(ran, "tile"));
     CHECK_FALSE(has(ran, "fuse-into-tiles"));
   }
+}
+
+TEST_CASE("pipeline: --disable-pass leaves out optional passes and refuses the ones it needs", "[passes][manager][pipeline]") {
+  PipelineOptions defaults;
+  PipelineOptions disabled;
+  disabled.disabledPasses = {"dce", "tile", "plan-memory"};
+  std::vector<std::string> expected;
+  for (const std::string& n : passNames(defaults))
+    if (n != "dce" && n != "tile" && n != "plan-memory") expected.push_back(n);
+  CHECK(joined(passNames(disabled)) == joined(expected));  // both runs of dce go
+  CHECK(whyNotInPipeline("tile", disabled) == "--disable-pass: left out on the command line");
+  CHECK(whyNotInPipeline("fuse", disabled) == "");
+
+  CHECK(checkDisabledPasses({"cse", "optimize-llvm", "split-borders"}) == "");
+  CHECK(checkDisabledPasses({"no-such-pass"}) == "--disable-pass=no-such-pass: no such pass (`texc passes` lists them)");
+  for (const char* needed : {"parse", "sema", "split-ops", "lower-to-loops", "map-gpu", "sync-gpu-threads", "codegen-llvm", "codegen-cuda"}) {
+    INFO(needed);
+    CHECK(checkDisabledPasses({needed}).find("the pipeline cannot run without it: ") != std::string::npos);
+  }
+  // Printing after a disabled pass is the usual error; so is printing past where the compile stops.
+  CHECK(checkPassesInPipeline({"tile"}, {}, disabled).rfind("pass 'tile' is not in this pipeline (--disable-pass)", 0) == 0);
+  CHECK(checkPassesInPipeline({}, {"plan-memory"}, defaults, Stage::Loops).rfind("pass 'plan-memory' does not run: ", 0) == 0);
+  CHECK(checkPassesInPipeline({}, {"plan-memory"}, defaults, Stage::Plan) == "");
 }
 
 TEST_CASE("pipeline: printing after a pass that is not in this pipeline is a usage error", "[passes][manager][pipeline]") {
