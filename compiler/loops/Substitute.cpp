@@ -29,22 +29,6 @@ bool binds(const Stmt& s, int var) {
   return std::find(vars.begin(), vars.end(), var) != vars.end();
 }
 
-// The index expressions of `s` that are evaluated outside its own bindings: a Tile's and Pack's
-// bases and block offsets (a Loop binds nothing its own fields read).
-void forEachOuterIndex(Stmt& s, const std::function<void(IndexExpr&)>& f) {
-  if (auto* p = s.getIf<Pack>()) {
-    f(p->base);
-    f(p->k.base);
-  }
-  if (auto* t = s.getIf<Tile>()) {
-    f(t->rowBase);
-    f(t->colBase);
-    f(t->k.base);
-    f(t->blockRow);
-    f(t->blockCol);
-  }
-}
-
 }  // namespace
 
 void substitute(Stmt& s, int var, const IndexExpr& by) {

@@ -144,10 +144,16 @@ void forEachIndexOf(Stmt& s, const std::function<void(IndexExpr&)>& f) {
     for (IndexExpr& ix : st->index) f(ix);
   if (auto* g = s.getIf<Guard>())
     for (GuardCond& c : g->conds) f(c.index);
+  forEachOuterIndex(s, f);
+  if (auto* p = s.getIf<Pack>())
+    for (GuardCond& c : p->padding) f(c.index);
+  if (Expr* v = valueOf(s)) forEachIndexIn(*v, f);
+}
+
+void forEachOuterIndex(Stmt& s, const std::function<void(IndexExpr&)>& f) {
   if (auto* p = s.getIf<Pack>()) {
     f(p->base);
     f(p->k.base);
-    for (GuardCond& c : p->padding) f(c.index);
   }
   if (auto* t = s.getIf<Tile>()) {
     f(t->rowBase);
@@ -156,7 +162,6 @@ void forEachIndexOf(Stmt& s, const std::function<void(IndexExpr&)>& f) {
     f(t->blockRow);
     f(t->blockCol);
   }
-  if (Expr* v = valueOf(s)) forEachIndexIn(*v, f);
 }
 
 void forEachIndexOf(const Stmt& s, const std::function<void(const IndexExpr&)>& f) {

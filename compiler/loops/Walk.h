@@ -51,6 +51,10 @@ void rewrite(Block& block, const std::function<std::optional<Block>(Stmt&)>& f);
 void forEachIndexOf(Stmt& s, const std::function<void(IndexExpr&)>& f);
 void forEachIndexOf(const Stmt& s, const std::function<void(const IndexExpr&)>& f);
 
+// The part of forEachIndexOf that a Pack or Tile evaluates outside its own bindings: a Pack's
+// base and k base, a Tile's bases, k base and block offsets (nothing for other kinds).
+void forEachOuterIndex(Stmt& s, const std::function<void(IndexExpr&)>& f);
+
 // The value expression statement `s` holds (Store, AccUpdate, Pack, Tile), or null.
 Expr* valueOf(Stmt& s);
 const Expr* valueOf(const Stmt& s);
