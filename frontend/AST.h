@@ -17,20 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "core/Operators.h"
 #include "frontend/Source.h"
 
 namespace texc {
 
 enum class ExprKind : uint8_t { Number, Inf, Name, Index, Unary, Binary, Call, Reduce };
-enum class UnaryOp : uint8_t { Neg, Not };
-enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Mod, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
-enum class ReduceKind : uint8_t { Sum, Max, Min, Prod };
 
-const char* spelling(UnaryOp op);
-const char* spelling(BinaryOp op);
-const char* spelling(ReduceKind kind);
-bool isComparison(BinaryOp op);
-bool isLogical(BinaryOp op);
 
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;

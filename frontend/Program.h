@@ -13,70 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "core/DType.h"
+#include "core/IndexExpr.h"
+#include "core/Operators.h"
 #include "frontend/AST.h"
 #include "frontend/Source.h"
 
 namespace texc {
 
-enum class DType : uint8_t { F32, F64, F16, BF16 };
-const char* dtypeName(DType t);
-int dtypeBytes(DType t);
-std::optional<DType> parseDType(std::string_view name);
-// The dtype a computation runs in: f64 if any operand is f64, otherwise f32 (f16/bf16 compute in
-// f32, spec 3).
-DType computeDType(DType storage);
 
-enum class Builtin : uint8_t {
-#define BUILTIN(Enum, Name, Arity) Enum,
-#include "frontend/Builtins.def"
-#undef BUILTIN
-};
-const char* builtinName(Builtin b);
-int builtinArity(Builtin b);
-std::optional<Builtin> lookupBuiltin(std::string_view name);
 
-// A closed integer interval [lo, hi].
-struct Interval {
-  int64_t lo = 0;
-  int64_t hi = 0;
-};
-
-// An index expression inside `T[...]`: affine in index variables, plus floor division and
-// modulo by positive constants. Mul, FloorDiv and Mod have one operand and a constant.
-struct IndexExpr {
-  enum class Kind : uint8_t { Const, Var, Add, Sub, Mul, FloorDiv, Mod };
-  Kind kind = Kind::Const;
-  int64_t constant = 0;  // Const value, or the constant factor/divisor
-  int var = -1;          // Var: index into Computation::vars
-  std::vector<IndexExpr> ops;
-  SourceRange range;
-
-  static IndexExpr makeConst(int64_t c) { IndexExpr e; e.constant = c; return e; }
-  static IndexExpr makeVar(int v) { IndexExpr e; e.kind = Kind::Var; e.var = v; return e; }
-};
-
-// max and min as texc computes them (IEEE 754-2019 maximum/minimum, LLVM's llvm.maximum): NaN
-// propagates, and -0 counts as less than +0. Used by the reference and by constant folding.
-inline double maximumOf(double a, double b) {
-  if (a != a || b != b) return a + b;
-  if (a == b) return (a == 0 && __builtin_signbit(a)) ? b : a;
-  return a > b ? a : b;
-}
-inline double minimumOf(double a, double b) {
-  if (a != a || b != b) return a + b;
-  if (a == b) return (a == 0 && __builtin_signbit(a)) ? a : b;
-  return a < b ? a : b;
-}
-
-// Floor division and modulo as the language defines them (rounding toward -infinity).
-inline int64_t floorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-inline int64_t floorMod(int64_t a, int64_t b) { return a - floorDiv(a, b) * b; }
-
-// Evaluates `e` with index variable values `vals`.
-int64_t evalIndex(const IndexExpr& e, const std::vector<int64_t>& vals);
 
 struct IndexVar;
 // The exact range of `e` over the boxes of `vars` (affine parts summed per variable; floor

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Counts what the loop-IR core (compiler/loops/Walk, Substitute, Equal, PerfectNest and
-frontend/IndexAlgebra) is meant to replace, outside the core itself:
+core/IndexAlgebra) is meant to replace, outside the core itself:
   * hand-written recursive walks over statement bodies: functions or lambdas that take a
     statement or a block, read a body and call themselves;
   * definitions of substitution / renaming, structural equality, and affine-form analyses.
@@ -11,7 +11,7 @@ import re
 import sys
 
 CORE = {"compiler/loops/Walk.cpp", "compiler/loops/Substitute.cpp", "compiler/loops/Equal.cpp",
-        "compiler/loops/PerfectNest.cpp", "frontend/IndexAlgebra.cpp"}
+        "compiler/loops/PerfectNest.cpp", "core/IndexAlgebra.cpp"}
 COPIES = {
     "substitute": r"substitute\w*|rename(Var|Index|Acc)\w*|shiftVars",
     "equal": r"same(Index|Expr|Stmt)\w*|equal(Index|Expr|Stmt)?",

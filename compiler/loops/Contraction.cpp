@@ -16,44 +16,45 @@ bool isF32Load(const LoopProgram& p, const Expr& e) {
   return e.kind == ExprKind::Load && p.buffers[e.buffer].dtype == DType::F32;
 }
 
-namespace {
-
-// One `acc = 0; for k { acc += X * Y }` pair of a j loop's body, starting at body[at]: its k loop.
-const Loop* sumOfProducts(const Block& body, size_t at) {
-  if (at + 1 >= body.size()) return nullptr;
-  const auto* init = body[at].getIf<AccInit>();
-  const auto* kLoop = body[at + 1].getIf<Loop>();
-  if (!init || init->reduce != ReduceKind::Sum) return nullptr;
-  if (!kLoop || kLoop->body.size() != 1) return nullptr;
-  const auto* update = kLoop->body[0].getIf<AccUpdate>();
-  if (!update || update->acc != init->acc || update->reduce != ReduceKind::Sum) return nullptr;
-  return kLoop;
+std::optional<ReductionBody> matchReductionBody(const Block& body) {
+  if (body.size() < 3 || body.size() % 2 != 1 || !body.back().is<Store>()) return std::nullopt;
+  // The pair at body[at]: `acc = identity; for k { acc op= term }`, of reduction `reduce`.
+  auto pairAt = [&](size_t at, ReduceKind reduce) -> const Loop* {
+    const auto* init = body[at].getIf<AccInit>();
+    const auto* kLoop = body[at + 1].getIf<Loop>();
+    if (!init || init->reduce != reduce || !kLoop || kLoop->body.size() != 1) return nullptr;
+    const auto* update = kLoop->body[0].getIf<AccUpdate>();
+    return update && update->acc == init->acc && update->reduce == reduce ? kLoop : nullptr;
+  };
+  const auto* first = body[0].getIf<AccInit>();
+  if (!first) return std::nullopt;
+  ReductionBody r;
+  r.kLoop = pairAt(0, first->reduce);
+  if (!r.kLoop) return std::nullopt;
+  r.update = &r.kLoop->body[0].as<AccUpdate>();
+  for (size_t at = 2; at + 1 < body.size(); at += 2) {
+    const Loop* again = pairAt(at, first->reduce);
+    if (!again || again->extent != r.kLoop->extent) return std::nullopt;
+    const AccUpdate& repeat = again->body[0].as<AccUpdate>();
+    if (!equal(repeat.value, r.update->value, {{again->var, r.kLoop->var}})) return std::nullopt;
+    r.copies.push_back(repeat.acc);
+  }
+  r.store = &body.back().as<Store>();
+  return r;
 }
 
-}  // namespace
-
-// Matches `for j { acc = 0; for k { acc += X * Y }; store }` under the loop `iLoop`. Fusion may
-// repeat the same reduction for several uses (matmul + bias + gelu reads it twice): repeats of
-// the first pair, over the same k and the same product, are read as the first accumulator.
+// Matches `for j { acc = 0; for k { acc += X * Y }; store }` under the loop `iLoop` (a sum of
+// products of two f32 loads, with fusion's repeats read as the first accumulator).
 bool matchContraction(const LoopProgram& p, Stmt& iLoop, Contraction& c) {
   std::vector<Loop*> nest = perfectNest(iLoop, 2);
   if (nest.size() != 2) return false;
   const Loop& jLoop = *nest[1];
-  if (jLoop.body.size() < 3 || jLoop.body.size() % 2 != 1) return false;
-  const Loop* first = sumOfProducts(jLoop.body, 0);
-  const auto* store = jLoop.body.back().getIf<Store>();
-  if (!first || !store) return false;
-  const Loop& kLoop = *first;
-  const AccUpdate& update = kLoop.body[0].as<AccUpdate>();
-  Store epilogue = *store;
-  for (size_t at = 2; at + 1 < jLoop.body.size(); at += 2) {
-    const Loop* again = sumOfProducts(jLoop.body, at);
-    if (!again || again->extent != kLoop.extent) return false;
-    const AccUpdate& repeat = again->body[0].as<AccUpdate>();
-    // The same reduction over its own variable.
-    if (!equal(repeat.value, update.value, {{again->var, kLoop.var}})) return false;
-    renameAcc(epilogue.value, repeat.acc, update.acc);
-  }
+  std::optional<ReductionBody> body = matchReductionBody(jLoop.body);
+  if (!body || body->update->reduce != ReduceKind::Sum) return false;
+  const Loop& kLoop = *body->kLoop;
+  const AccUpdate& update = *body->update;
+  Store epilogue = *body->store;
+  for (int copy : body->copies) renameAcc(epilogue.value, copy, update.acc);
   const Expr& v = update.value;
   if (v.kind != ExprKind::Binary || v.binaryOp != BinaryOp::Mul) return false;
   if (!isF32Load(p, v.args[0]) || !isF32Load(p, v.args[1])) return false;

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "compiler/loops/LoopIR.h"
 
@@ -27,6 +29,22 @@ struct Contraction {
   bool colContiguous = true;
   Stmt store;
 };
+
+// The body a lowered contraction's innermost output loop holds, in both backends' recognisers
+// (the tile pass's matchContraction here, the GPU's tiled-contract mapping):
+//
+//   acc = identity; for k { acc op= term }; (the same again, fusion's copies)*; store f(acc...)
+//
+// Fusion may repeat the same reduction for several uses (matmul + bias + gelu reads it twice):
+// each repeat has its own accumulator and k variable, the same extent, op and term (equal up to
+// renaming its k to the first's).
+struct ReductionBody {
+  const Loop* kLoop = nullptr;
+  const AccUpdate* update = nullptr;  // acc op= term, kLoop's only statement
+  std::vector<int> copies;            // the repeats' accumulators
+  const Store* store = nullptr;       // the epilogue, last
+};
+std::optional<ReductionBody> matchReductionBody(const Block& body);
 
 // Whether `iLoop` is the i loop of a contraction (its body exactly the j loop); fills `c`.
 bool matchContraction(const LoopProgram& p, Stmt& iLoop, Contraction& c);

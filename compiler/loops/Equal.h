@@ -7,11 +7,11 @@
 #pragma once
 
 #include "compiler/loops/LoopIR.h"
-#include "frontend/IndexAlgebra.h"
+#include "core/IndexAlgebra.h"
 
 namespace texc::loops {
 
-// Index expressions, and the renaming map: frontend/IndexAlgebra.h (the same rule, one layer down).
+// Index expressions, and the renaming map: core/IndexAlgebra.h (the same rule, one layer down).
 using texc::equal;
 using texc::VarRenaming;
 

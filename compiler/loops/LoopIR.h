@@ -26,7 +26,7 @@
 #include <variant>
 #include <vector>
 
-#include "frontend/IndexAlgebra.h"
+#include "core/IndexAlgebra.h"
 #include "frontend/Program.h"
 
 namespace texc::loops {
@@ -295,7 +295,7 @@ struct LoopProgram {
   std::vector<Kernel> kernels;
 };
 
-// Whether an index expression reads a loop variable: frontend/IndexAlgebra.h.
+// Whether an index expression reads a loop variable: core/IndexAlgebra.h.
 using texc::usesVar;
 
 // Walking, rewriting, substituting and comparing the IR: Walk.h, Substitute.h, Equal.h.

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "frontend/IndexAlgebra.h"
+#include "core/IndexAlgebra.h"
 
 namespace texc::rows {
 

@@ -13,7 +13,7 @@
 
 #include "compiler/backend/llvm/VectorMath.h"
 #include "compiler/loops/Walk.h"
-#include "frontend/IndexAlgebra.h"
+#include "core/IndexAlgebra.h"
 
 namespace texc {
 
@@ -752,7 +752,7 @@ class KernelGen {
     return nullptr;
   }
 
-  // The flat element offset of buffer[idx] in affine form (frontend/IndexAlgebra.h), in which
+  // The flat element offset of buffer[idx] in affine form (core/IndexAlgebra.h), in which
   // every pair d*c*(e / d) + c*(e % d) has become c*e (floor division makes that exact). The tile
   // pass indexes an image by its pixel p as [p / W + r - 1, p % W + s - 1]: the offset is then
   // p + (r - 1) * W + s - 1, plainly linear in p, and neighbouring vectors of a pack share one

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "compiler/loops/Contraction.h"
 #include "compiler/loops/Equal.h"
 #include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/Substitute.h"
@@ -79,28 +80,15 @@ std::vector<const Expr*> loadsInOrder(const Expr& e) {
 
 std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape) {
   constexpr int kT = 16;  // threads per tile side, and the k-step
-  const Block& inner = *shape.inner;
   const std::vector<const Loop*>& lhs = shape.lhs;
-  if (lhs.size() < 2 || inner.size() < 3 || inner.size() % 2 != 1 || !inner[0].is<AccInit>() || !inner[1].is<Loop>() ||
-      !inner.back().is<Store>())
-    return std::nullopt;
-  const AccInit& first = inner[0].as<AccInit>();
-  const Loop& kLoop = inner[1].as<Loop>();
-  const AccUpdate* update = kLoop.body.size() == 1 ? kLoop.body[0].getIf<AccUpdate>() : nullptr;
-  if (!update || update->acc != first.acc) return std::nullopt;
+  // The body the CPU's tile pass recognises too (Contraction.h), of any reduction.
+  std::optional<ReductionBody> body = matchReductionBody(*shape.inner);
+  if (lhs.size() < 2 || !body) return std::nullopt;
+  const Loop& kLoop = *body->kLoop;
+  const AccUpdate* update = body->update;
   TiledMatch m;
   m.kStep = kT;
-  // A fused producer read twice (matmul + bias + GELU reads h twice) lowers to the same
-  // reduction twice: computed once, every copy's accumulator given its value.
-  for (size_t i = 2; i + 1 < inner.size(); i += 2) {
-    const AccInit* init = inner[i].getIf<AccInit>();
-    const Loop* loop = inner[i + 1].getIf<Loop>();
-    if (!init || init->reduce != first.reduce || !loop || loop->extent != kLoop.extent || loop->body.size() != 1) return std::nullopt;
-    const AccUpdate* copy = loop->body[0].getIf<AccUpdate>();
-    // Each copy has its own reduction variable: the copy's reads as kLoop's.
-    if (!copy || copy->acc != init->acc || !equal(copy->value, update->value, VarRenaming{{loop->var, kLoop.var}})) return std::nullopt;
-    m.copies.push_back(init->acc);
-  }
+  m.copies = body->copies;  // computed once, every copy's accumulator given its value
   const Loop& li = *lhs[lhs.size() - 2];
   const Loop& lj = *lhs.back();
   int vi = li.var, vj = lj.var, vk = kLoop.var;

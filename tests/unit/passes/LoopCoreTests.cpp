@@ -16,7 +16,7 @@
 #include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/Substitute.h"
 #include "compiler/loops/Walk.h"
-#include "frontend/IndexAlgebra.h"
+#include "core/IndexAlgebra.h"
 
 namespace texc::loops {
 namespace {

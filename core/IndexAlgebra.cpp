@@ -1,5 +1,6 @@
-#include "frontend/IndexAlgebra.h"
+#include "core/IndexAlgebra.h"
 
+#include <cstddef>
 #include <limits>
 
 namespace texc {

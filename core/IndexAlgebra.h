@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "frontend/Program.h"
+#include "core/IndexExpr.h"
 
 namespace texc {
 
