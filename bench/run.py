@@ -92,16 +92,21 @@ def conv(n, c, k, h, w):
                 peers=["hand", "dnnl", "numpy", "torch"], tol=1e-4)
 
 
-def attention(n, d=64):
-    return dict(name="attention N=%d d=%d" % (n, d), tex="attention", defs={"N": n, "Dh": d},
+def attention(n, d=64, causal=True):
+    # flops: the two products over every (i, j) without the mask (the work a materialized run does);
+    # `texc materialized` is texc with --disable-pass=online-softmax (the N x N scores stored).
+    return dict(name="attention%s N=%d d=%d" % ("" if causal else " (no mask)", n, d),
+                tex="attention" if causal else "attention_full", defs={"N": n, "Dh": d},
                 inputs={"Q": (n, d), "K": (n, d), "V": (n, d)}, output="O",
-                flops=4 * n * n * d, limit="fma", peers=["openblas", "numpy", "torch"], tol=1e-4)
+                flops=4 * n * n * d, limit="fma", peers=["hand", "openblas", "numpy", "torch"], tol=1e-4,
+                texc_variants={"texc materialized": ["--disable-pass=online-softmax"]})
 
 
 FULL = [gelu(4096, 4096), gelu(16384, 4096), ediff(1 << 24), softmax(4096, 4096), layernorm(4096, 4096),
         matmul(256, 256, 256), matmul(512, 512, 512), matmul(1024, 1024, 1024), matmul(2048, 2048, 2048),
         matmul(128, 4096, 4096), conv(1, 64, 64, 56, 56), conv(8, 64, 128, 28, 28),
-        attention(1024), attention(2048), attention(4096)]
+        attention(1024), attention(4096), attention(16384),
+        attention(1024, causal=False), attention(4096, causal=False), attention(16384, causal=False)]
 QUICK = [gelu(1024, 4096), ediff(1 << 22), softmax(1024, 4096), layernorm(1024, 4096),
          matmul(256, 256, 256), matmul(512, 512, 512), conv(1, 64, 64, 56, 56), attention(1024)]
 
@@ -120,9 +125,10 @@ PEER_LABEL = {
     "hand": "hand-fused C++ loop", "openblas": "OpenBLAS", "blis": "BLIS", "eigen": "Eigen",
     "dnnl": "oneDNN", "halide": "Halide (JIT, hand schedule)", "numpy": "numpy op-by-op",
     "numpy_out": "numpy out=", "numexpr": "numexpr", "torch": "torch (CPU, eager)", "texc": "texc",
+    "texc materialized": "texc --disable-pass=online-softmax",
 }
 WORKLOAD_ARG = {"gelu": "gelu", "ediff": "ediff", "softmax": "softmax", "layernorm": "layernorm",
-                "matmul": "matmul", "conv": "conv", "attention": "attention"}
+                "matmul": "matmul", "conv": "conv", "attention": "attention", "attention_full": "attention_full"}
 
 
 def log(msg):
@@ -228,8 +234,8 @@ def reliability(limits):
 # Running texc and the peers
 # --------------------------------------------------------------------------------------------
 
-def texc_cmd(wl, indir, outdir, threads, repeat):
-    cmd = [TEXC_SNAPSHOT, "run", os.path.join(BENCH, "workloads", wl["tex"] + ".tex")]
+def texc_cmd(wl, indir, outdir, threads, repeat, extra=()):
+    cmd = [TEXC_SNAPSHOT, "run", os.path.join(BENCH, "workloads", wl["tex"] + ".tex")] + list(extra)
     for k, v in wl["defs"].items():
         cmd += ["-D", "%s=%d" % (k, v)]
     for name in wl["inputs"]:
@@ -237,13 +243,13 @@ def texc_cmd(wl, indir, outdir, threads, repeat):
     return cmd + ["--threads", str(threads), "--output-dir", outdir, "--repeat", str(repeat), "--time-passes"]
 
 
-def run_texc(wl, indir, outdir, threads, repeat, budget_s):
+def run_texc(wl, indir, outdir, threads, repeat, budget_s, extra=()):
     """texc's own timer: one warm-up run, then REPEAT timed runs (kernel time only). A probe run
     first measures one run; a row whose REPEAT+1 runs would exceed the budget keeps that single
     timing and says so, and a probe that outlives the budget is stopped and reported as such
     (its output is then missing, so that row's peers go unchecked)."""
     try:
-        p = subprocess.run(texc_cmd(wl, indir, outdir, threads, 0), capture_output=True, text=True,
+        p = subprocess.run(texc_cmd(wl, indir, outdir, threads, 0, extra), capture_output=True, text=True,
                            timeout=budget_s)
     except subprocess.TimeoutExpired:
         return dict(unavailable="one texc run takes over %.0f s (the row's budget), so over %.0f ms"
@@ -255,15 +261,25 @@ def run_texc(wl, indir, outdir, threads, repeat, budget_s):
     m = re.search(r"^\s*run\s+([\d.]+) ms\s+\((\d+) kernels", p.stderr, re.M)
     one_ms, kernels = float(m.group(1)), int(m.group(2))
     if one_ms / 1e3 * (repeat + 1) > budget_s:
-        return dict(median_ms=one_ms, min_ms=one_ms, runs=1, info="%d kernels" % kernels,
-                    note="one run, not a median: %d runs would take %.0f s (budget %.0f s)"
-                         % (repeat + 1, one_ms / 1e3 * (repeat + 1), budget_s))
-    p = subprocess.run(texc_cmd(wl, indir, outdir, threads, repeat), capture_output=True, text=True)
+        return with_rss(dict(median_ms=one_ms, min_ms=one_ms, runs=1, info="%d kernels" % kernels,
+                             note="one run, not a median: %d runs would take %.0f s (budget %.0f s)"
+                                  % (repeat + 1, one_ms / 1e3 * (repeat + 1), budget_s)), p.stderr)
+    p = subprocess.run(texc_cmd(wl, indir, outdir, threads, repeat, extra), capture_output=True, text=True)
     if p.returncode != 0:
         return dict(unavailable="texc failed: " + (p.stderr.strip().splitlines() or ["?"])[-1][:160])
     m = re.search(r"time: median ([\d.]+) ms, min ([\d.]+) ms over (\d+) runs \((\d+) kernels", p.stderr)
-    return dict(median_ms=float(m.group(1)), min_ms=float(m.group(2)), runs=int(m.group(3)),
-                info="%s kernels" % m.group(4))
+    return with_rss(dict(median_ms=float(m.group(1)), min_ms=float(m.group(2)), runs=int(m.group(3)),
+                         info="%s kernels" % m.group(4)), p.stderr)
+
+
+def with_rss(r, stderr):
+    """Adds texc's peak resident set (its --time-passes line) to a row: attention's N x N
+    buffers show there."""
+    rss = re.search(r"^\s*peak RSS\s+([\d.]+) MiB", stderr, re.M)
+    if rss:
+        r["peak_rss_mib"] = float(rss.group(1))
+        r["info"] += ", peak RSS %.0f MiB" % r["peak_rss_mib"]
+    return r
 
 
 def run_cpp(peer, exe, wl, indir, out, threads, repeat, env, timeout):
@@ -335,6 +351,18 @@ def run_workload(wl, args, limits, rel, builds, coretype):
                     r["check_fail"] = "2-thread texc " + bad
         rows.append((threads, r))
         log("  %-28s %dT  texc %s  (%.1f s)" % (wl["name"], threads, fmt_ms(r), time.time() - t0))
+        # texc under other switches (attention: materialized), checked against texc's result.
+        for variant, extra in wl.get("texc_variants", {}).items():
+            t0 = time.time()
+            vdir = os.path.join(outdir, variant.replace(" ", "_"))
+            r = run_texc(wl, indir, vdir, threads, args.repeat, args.texc_budget, extra)
+            r["impl"] = variant
+            if "unavailable" not in r and ref is not None:
+                r["check"], bad = compare(ref, os.path.join(vdir, wl["output"] + ".npy"), wl["tol"])
+                if bad:
+                    r["check_fail"] = bad
+            rows.append((threads, r))
+            log("  %-28s %dT  %s %s  (%.1f s)" % (wl["name"], threads, variant, fmt_ms(r), time.time() - t0))
         peers = [p for p in wl["peers"] if not (threads > 1 and p in ONE_THREAD_ONLY and wl["tex"] in
                                                 ("gelu", "ediff", "softmax", "layernorm"))]
         py = [p for p in peers if p in PY_PEERS]

@@ -104,6 +104,13 @@ struct TensorInfo {
   }
 };
 
+// A node that the online-softmax pass rewrote (docs/online-softmax.md): its body is the naive
+// expression in one fixed shape, and lowering computes it in one pass over the keys.
+//   WeightedAverage  sum(j: exp(s - max(j': s')) * w) / sum(j'': exp(s'' - max(...)))
+//   WeightedSum      sum(j: exp(s - max(j': s')) * w)   (not normalised)
+//   LogSumExp        max(j: s) + log(sum(j': exp(s' - max(...))))
+enum class OnlineForm : uint8_t { None, WeightedAverage, WeightedSum, LogSumExp };
+
 // One statement in index form: tensor[lhsVars...] = body.
 struct Computation {
   int tensor = -1;
@@ -117,6 +124,7 @@ struct Computation {
   // statements); passes that split or merge computations keep it, so fusion can tell which
   // nodes one statement produced.
   int statement = -1;
+  OnlineForm online = OnlineForm::None;
 };
 
 struct LetInfo {

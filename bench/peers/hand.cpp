@@ -197,6 +197,78 @@ void convPool(const Args& a) {
   writeNpy(a.out, out.p, {N, K, PH, PW});
 }
 
+// Attention written by hand the FlashAttention-2 way (the peer of texc's online-softmax kernel):
+// blocks of kRows query rows across threads; for each block, tiles of kKeys keys: the scores tile
+// Q K^T (K's tile transposed into a small buffer, so the dot products vectorise over the keys),
+// the online update of each row's running max and sum with the rescaling of its output row, and
+// the P V tile accumulated into the output rows. Nothing of N x N is stored. Causal: key tiles
+// past the block's last row are skipped, and the tile on the diagonal masks j > i.
+template <bool Causal>
+void flashAttention(const Args& a) {
+  constexpr long kRows = 4, kKeys = 64;
+  Array Q = input(a, "Q"), K = input(a, "K"), V = input(a, "V");
+  const long N = Q.shape[0], d = Q.shape[1];
+  const float scale = 1.0f / std::sqrt(float(d));
+  Buffer O(N * d);
+  timeAndReport(a.repeat, [&] {
+    const long blocks = (N + kRows - 1) / kRows;
+    parallelFor(a.threads, blocks, [&](long lo, long hi) {
+      std::vector<float> kt(d * kKeys), s(kRows * kKeys), acc(kRows * d);
+      for (long b = lo; b < hi; ++b) {
+        const long i0 = b * kRows, rows = std::min(kRows, N - i0);
+        float m[kRows], l[kRows];
+        for (long r = 0; r < kRows; ++r) m[r] = -INFINITY, l[r] = 0.0f;
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        const long keyEnd = Causal ? std::min(N, i0 + rows) : N;
+        for (long j0 = 0; j0 < keyEnd; j0 += kKeys) {
+          const long keys = std::min(kKeys, keyEnd - j0);
+          for (long jj = 0; jj < keys; ++jj)
+            for (long c = 0; c < d; ++c) kt[c * kKeys + jj] = K.data[(j0 + jj) * d + c];
+          for (long r = 0; r < rows; ++r) {
+            float* __restrict sr = s.data() + r * kKeys;
+            const float* __restrict q = Q.data.data() + (i0 + r) * d;
+            for (long jj = 0; jj < kKeys; ++jj) sr[jj] = 0.0f;
+            for (long c = 0; c < d; ++c) {
+              const float qc = q[c];
+              const float* __restrict kc = kt.data() + c * kKeys;
+              for (long jj = 0; jj < kKeys; ++jj) sr[jj] += qc * kc[jj];
+            }
+            float tileMax = -INFINITY;
+            for (long jj = 0; jj < keys; ++jj) {
+              float v = sr[jj] * scale;
+              if (Causal && j0 + jj > i0 + r) v = -INFINITY;
+              sr[jj] = v;
+              tileMax = std::max(tileMax, v);
+            }
+            const float mNew = std::max(m[r], tileMax);
+            const float rescale = m[r] == -INFINITY ? 0.0f : fastExp(m[r] - mNew);
+            float sum = 0.0f;
+            for (long jj = 0; jj < keys; ++jj) {
+              float p = sr[jj] == -INFINITY ? 0.0f : fastExp(sr[jj] - mNew);
+              sr[jj] = p;
+              sum += p;
+            }
+            l[r] = l[r] * rescale + sum;
+            m[r] = mNew;
+            float* __restrict o = acc.data() + r * d;
+            for (long c = 0; c < d; ++c) o[c] *= rescale;
+            for (long jj = 0; jj < keys; ++jj) {
+              const float p = sr[jj];
+              const float* __restrict v = V.data.data() + (j0 + jj) * d;
+              for (long c = 0; c < d; ++c) o[c] += p * v[c];
+            }
+          }
+        }
+        for (long r = 0; r < rows; ++r) {
+          const float inv = 1.0f / l[r];
+          for (long c = 0; c < d; ++c) O.p[(i0 + r) * d + c] = acc[r * d + c] * inv;
+        }
+      }
+    });
+  }, "FlashAttention-2 loop, 4 query rows x 64 keys per tile");
+  writeNpy(a.out, O.p, {N, d});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,6 +279,8 @@ int main(int argc, char** argv) {
     else if (a.workload == "softmax") softmax(a);
     else if (a.workload == "layernorm") layernorm(a);
     else if (a.workload == "conv") convPool(a);
+    else if (a.workload == "attention") flashAttention<true>(a);
+    else if (a.workload == "attention_full") flashAttention<false>(a);
     else {
       std::fprintf(stderr, "hand: no workload '%s'\n", a.workload.c_str());
       return 2;

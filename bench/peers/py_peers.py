@@ -87,14 +87,15 @@ def numpy_impl(w, d):
             sb = conv * s[None, :, None, None] + b[None, :, None, None]
             return sb.reshape(n, k, h // 2, 2, wd // 2, 2).max(axis=(3, 5))
         return f
-    if w == "attention":
+    if w in ("attention", "attention_full"):
         Q, K, V = d["Q"], d["K"], d["V"]
         n, dh = Q.shape
-        mask = np.triu(np.ones((n, n), dtype=bool), 1)
+        mask = np.triu(np.ones((n, n), dtype=bool), 1) if w == "attention" else None
 
         def f():
             S = (Q @ K.T) * F32(1.0 / np.sqrt(dh))
-            S[mask] = -np.inf
+            if mask is not None:
+                S[mask] = -np.inf
             P = np.exp(S - S.max(axis=1, keepdims=True))
             return (P @ V) / P.sum(axis=1, keepdims=True)
         return f
@@ -196,14 +197,15 @@ def torch_impl(w, d):
         k = t["Wt"].shape[0]
         s, b = t["scale"].view(1, k, 1, 1), t["bias"].view(1, k, 1, 1)
         return lambda: Fn.max_pool2d(Fn.conv2d(t["I"], t["Wt"], padding=1) * s + b, 2)
-    if w == "attention":
+    if w in ("attention", "attention_full"):
         Q, K, V = t["Q"], t["K"], t["V"]
         n, dh = Q.shape
-        mask = torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
+        mask = torch.triu(torch.ones(n, n, dtype=torch.bool), 1) if w == "attention" else None
 
         def f():
             S = (Q @ K.T) * (1.0 / dh ** 0.5)
-            S.masked_fill_(mask, float("-inf"))
+            if mask is not None:
+                S.masked_fill_(mask, float("-inf"))
             return torch.softmax(S, dim=1) @ V
         return f
     return None
@@ -214,7 +216,7 @@ IMPLS = {"numpy": numpy_impl, "numpy_out": numpy_out_impl, "numexpr": numexpr_im
 
 def info_for(impl, w, threads):
     if impl in ("numpy", "numpy_out"):
-        return blas_kernel() if w in ("matmul", "conv", "attention") else "numpy %s, one thread" % np.__version__
+        return blas_kernel() if w in ("matmul", "conv", "attention", "attention_full") else "numpy %s, one thread" % np.__version__
     if impl == "numexpr":
         import numexpr as ne
         return "numexpr %s, vml %s, %d threads" % (ne.__version__, ne.use_vml, threads)

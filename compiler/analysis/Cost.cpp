@@ -44,6 +44,41 @@ double loadsOf(const Value& v, const Computation& c, const std::vector<LoopScope
   return total;
 }
 
+// An online-softmax node runs as one pass (LowerToLoops.cpp): per row and key the scores and
+// seven operations (the running max, two exponentials with their subtractions, the running sum),
+// per row, key and column the weight and three (o * a + e * w, o loaded and stored); then one
+// division per output (weighted average) or two per row (m + log(l)).
+void onlineCost(const Computation& c, double& flops, double& accesses) {
+  const Value& s = onlineScores(c);
+  const Value* w = onlineWeight(c);
+  std::vector<int> scoreVars = freeVars(s);
+  std::vector<LoopScope> scopes;
+  std::vector<int> cols;
+  double rows = 1, colCount = 1;
+  for (int v = 0; v < c.numLhsVars; ++v) {
+    if (!w || std::binary_search(scoreVars.begin(), scoreVars.end(), v)) {
+      scopes.push_back({{v}, static_cast<double>(c.vars[v].extent)});
+      rows *= static_cast<double>(c.vars[v].extent);
+    } else {
+      cols.push_back(v);
+      colCount *= static_cast<double>(c.vars[v].extent);
+    }
+  }
+  const int key = onlineKeyReduce(c).reduceVars[0];
+  scopes.push_back({{key}, static_cast<double>(c.vars[key].extent)});
+  const double rowKeys = rows * static_cast<double>(c.vars[key].extent);
+  std::set<std::string> seen, loads;
+  flops = flopsOf(s, c, scopes, seen) + 7 * rowKeys;
+  accesses = loadsOf(s, c, scopes, loads);
+  if (w) {
+    for (int v : cols) scopes.push_back({{v}, static_cast<double>(c.vars[v].extent)});
+    flops += flopsOf(*w, c, scopes, seen) + 3 * rowKeys * colCount + rows * colCount;
+    accesses += loadsOf(*w, c, scopes, loads) + 2 * rowKeys * colCount;
+  } else {
+    flops += 2 * rows;
+  }
+}
+
 }  // namespace
 
 std::vector<KernelCost> costOfKernels(const Graph& g) {
@@ -72,6 +107,12 @@ std::vector<KernelCost> costOfKernels(const Graph& g) {
     k.arrays = static_cast<int>(read.size()) + 1;
     double points = 1;
     for (int v = 0; v < c.numLhsVars; ++v) points *= static_cast<double>(c.vars[v].extent);
+    if (c.online != OnlineForm::None) {
+      onlineCost(c, k.flops, k.accesses);
+      k.accesses += points;
+      out.push_back(std::move(k));
+      continue;
+    }
     std::set<std::string> seen;
     k.flops = flopsOf(c.body, c, lhsScopes(c), seen);
     std::set<std::string> loads;

@@ -1,5 +1,6 @@
 // texc compare: the same program unfused, with elementwise fusion and fully fused, each with its
-// memory plan, and unfused and fused again without one (--no-plan), run on the same random inputs:
+// memory plan, and unfused and fused again without one (--no-plan), and, where online-softmax
+// rewrote something, fused without it (`materialized`: the N x N scores stored), run on the same random inputs:
 // kernels, modelled bytes and FLOPs, measured time (median of repeats after a warm-up), effective
 // bandwidth, the memory held for intermediates and the growth of the resident set, and each
 // variant's error against the float64 reference, judged by the per-element error bound (exit 4
@@ -69,20 +70,24 @@ int commandCompare(const CompareOptions& o) {
     const char* name;
     const char* fuse;
     bool plan;
+    const char* disabled = nullptr;  // a pass left out (--disable-pass)
   };
   // Each unplanned variant runs just before its planned twin. A variant's memory is freed when it
   // is done, so the resident set it adds is measured from what the earlier ones left.
-  const Variant variants[] = {{"unfused-unplanned", "none", false},
-                              {"unfused", "none", true},
-                              {"elementwise", "elementwise", true},
-                              {"fused-unplanned", "all", false},
-                              {"fused", "all", true}};
+  std::vector<Variant> variants = {{"unfused-unplanned", "none", false},
+                                   {"unfused", "none", true},
+                                   {"elementwise", "elementwise", true},
+                                   {"fused-unplanned", "all", false},
+                                   {"fused", "all", true}};
   std::vector<Result> results;
   std::string kernelsText;
-  for (const Variant& variant : variants) {
+  bool rewroteSoftmax = false;
+  for (size_t vi = 0; vi < variants.size(); ++vi) {
+    const Variant variant = variants[vi];
     const char* fuse = variant.fuse;
     ProgramOptions opts = o.program;
     opts.fuse = fuse;
+    if (variant.disabled) opts.disablePasses.push_back(variant.disabled);
     opts.noPlan = o.program.noPlan || !variant.plan;
     CompileRequest request = opts.request(cuda ? Stage::CUDA : Stage::LLVM);
     if (cuda) request.options.target = Target::Cuda;
@@ -90,12 +95,19 @@ int commandCompare(const CompareOptions& o) {
     request.printedPassesMustRun = false;  // --fuse=none leaves fuse out of two variants
     std::unique_ptr<Compilation> c = compileProgram(request);
     if (!c->ok) return kExitProgramError;
+    if (vi + 1 == variants.size() && !variant.disabled) {
+      for (const std::string& d : c->state.onlineSoftmaxDecisions) rewroteSoftmax |= d.find(": rewritten:") != std::string::npos;
+      if (rewroteSoftmax)
+        variants.push_back({"materialized", "all", true, "online-softmax"});
+    }
     const Program& g = *c->state.graph;
     std::vector<KernelCost> costs = costOfKernels(g);
     // The kernels that run: the loop IR's (fuse-into-tiles may have put two of the graph's in one);
     // bytes and FLOPs stay the graph's model.
     const size_t kernelCount = c->state.loops ? c->state.loops->kernels.size() : costs.size();
-    if (o.emitLoops && variant.plan) kernelsText += fmt::format("// ----- --fuse={} -----\n{}", fuse, printStage(c->state, Stage::Loops));
+    if (o.emitLoops && variant.plan)
+      kernelsText += fmt::format("// ----- --fuse={}{} -----\n{}", fuse, variant.disabled ? fmt::format(" --disable-pass={}", variant.disabled) : "",
+                                 printStage(c->state, Stage::Loops));
     double bytes = 0, flops = 0;
     for (const KernelCost& k : costs) {
       bytes += k.bytes();
@@ -208,6 +220,10 @@ int commandCompare(const CompareOptions& o) {
   auto msOf = [&](size_t variantIndex) { return results[variantIndex].ms; };
   std::cout << fmt::format("fused is {:.2f}x faster than unfused; the memory plan makes unfused {:.2f}x and fused {:.2f}x faster.\n",
                            msOf(1) / msOf(4), msOf(0) / msOf(1), msOf(3) / msOf(4));
+  if (results.size() > 5)
+    std::cout << fmt::format("online softmax: fused is {:.2f}x faster than materialized (--disable-pass=online-softmax), with {} of temp memory against {}.\n",
+                             msOf(5) / msOf(4), bytesText(static_cast<double>(results[4].intermediateBytes)),
+                             bytesText(static_cast<double>(results[5].intermediateBytes)));
   std::cout << fmt::format("Host bandwidth {:.1f} GB/s ({}).{}\n", host.bandwidthGBs, host.source, raised);
   std::cout << "temp memory: the arena (planned) or the intermediates' buffers, allocated every run (unplanned);\n"
                "RSS growth: the resident set during the last run minus before the variant (docs/memory-planning.md).\n";

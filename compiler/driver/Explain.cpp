@@ -5,9 +5,12 @@
 //   2. the kernels with and without fusion: arrays, bytes moved, FLOPs, arithmetic intensity and
 //      roofline time on a hardware model (host measured, or h100/h200);
 //   3. every fusion decision, with its reason;
-//   4. the memory plan of the intermediates: table, totals and timeline (docs/memory-planning.md).
+//   4. the memory plan of the intermediates: table, totals and timeline (docs/memory-planning.md);
+//   5. where online-softmax rewrote something: its decisions, and the program without it
+//      (`materialized`, --disable-pass=online-softmax) beside it in (2) and (4).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -102,6 +105,18 @@ int commandExplain(const ExplainOptions& o) {
   std::vector<KernelCost> kf = costOfKernels(*fused->state.graph);
   Totals tu = totals(ku, hw), tf = totals(kf, hw);
 
+  // The same program with its softmax stored (the N x N scores and weights), when one was rewritten.
+  const std::vector<std::string>& online = fused->state.onlineSoftmaxDecisions;
+  const bool rewrote = std::any_of(online.begin(), online.end(), [](const std::string& d) { return d.find(": rewritten:") != std::string::npos; });
+  std::unique_ptr<Compilation> materialized;
+  if (rewrote) {
+    ProgramOptions m = o.program;
+    m.disablePasses.push_back("online-softmax");
+    materialized = compileProgram(m.request(Stage::Plan));
+    if (!materialized->ok) return kExitProgramError;
+  }
+  Totals tm = materialized ? totals(costOfKernels(*materialized->state.graph), hw) : Totals{};
+
   std::cout << "cpu: " << cpuTarget(o.program.pipeline.cpu).describe() << " (--cpu; the tile rule's machine)\n";
   std::cout << fmt::format("hardware model: {} — {:.1f} GB/s, {:.1f} GFLOP/s fp32, {} us launch overhead per kernel\n  ({})\n\n",
                            hw.name, hw.bandwidthGBs, hw.peakGflops, hw.launchOverheadUs, hw.source);
@@ -119,16 +134,24 @@ int commandExplain(const ExplainOptions& o) {
   };
   row("unfused", tu);
   row("fused", tf);
+  if (materialized) row("materialized", tm);
   std::cout << renderTable(rows);
   std::cout << "FLOP/B: texc's byte model (each distinct element once per kernel); ops/access: the lecture's model\n"
                "(every element load and store the loops execute, no cache reuse).\n";
   if (tf.totalUs > 0) std::cout << fmt::format("fusion moves {:.2f}x fewer bytes; modelled speed-up {:.2f}x\n", tu.bytes / std::max(tf.bytes, 1.0), tu.totalUs / tf.totalUs);
+  if (materialized && tf.totalUs > 0)
+    std::cout << fmt::format("materialized: the program without online-softmax (--disable-pass=online-softmax); the one pass moves {:.2f}x fewer bytes\n",
+                             tm.bytes / std::max(tf.bytes, 1.0));
   std::cout << "\nfused kernels:\n" << kernelTable(kf, hw);
 
   std::cout << "\n== fusion decisions ==\n";
   if (fused->state.fusionDecisions.empty()) std::cout << "(none: nothing reads a computed value, or --fuse=none)\n";
   for (const FusionDecision& d : fused->state.fusionDecisions)
     std::cout << fmt::format("%{} -> {}: {}\n", d.producer, d.consumers, d.reason);
+  if (!online.empty()) {
+    std::cout << "\n== online softmax ==\n";
+    for (const std::string& d : online) std::cout << d << "\n";
+  }
   std::cout << "\nBytes count each distinct element a kernel touches once; CPU stores may add a read of each\n"
                "written line (write-allocate). Transcendental functions count 1 FLOP. See docs/cost-model.md.\n";
 
@@ -138,6 +161,11 @@ int commandExplain(const ExplainOptions& o) {
     const loops::MemoryPlan& u = *unfused->state.memoryPlan;
     std::cout << fmt::format("unfused (--fuse=none): {} temps in {} blocks, arena {} vs {} unplanned\n", u.temps.size(),
                              u.blockBytes.size(), bytesText(static_cast<double>(u.arenaBytes)), bytesText(static_cast<double>(u.naiveBytes)));
+  }
+  if (materialized && materialized->state.memoryPlan) {
+    const loops::MemoryPlan& m = *materialized->state.memoryPlan;
+    std::cout << fmt::format("materialized (--disable-pass=online-softmax): {} temps in {} blocks, arena {} vs {} unplanned\n", m.temps.size(),
+                             m.blockBytes.size(), bytesText(static_cast<double>(m.arenaBytes)), bytesText(static_cast<double>(m.naiveBytes)));
   }
   return kExitOk;
 }

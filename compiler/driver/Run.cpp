@@ -1,5 +1,7 @@
 // texc run: compile, bind inputs, run on the CPU, write outputs all or nothing, and optionally
 // compare with the float64 reference.
+#include <sys/resource.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -242,6 +244,11 @@ int commandRun(const RunOptions& o) {
     std::cerr << fmt::format("  {:<18} {:9.3f} ms  (parse to JIT-ready)\n", "compile total", compileMs);
     std::cerr << fmt::format("  {:<18} {:9.3f} ms  ({} kernels, {})\n", "run", runMs, numKernels,
                              cuda ? "on " + gpu->name() : fmt::format("{} threads", pool.numThreads()));
+    // The high-water mark of the process (inputs, outputs, the arena, the JIT): what attention's
+    // N x N buffers cost, or do not.
+    struct rusage usage {};
+    if (getrusage(RUSAGE_SELF, &usage) == 0)
+      std::cerr << fmt::format("  {:<18} {:9.1f} MiB  (this process, all of the run)\n", "peak RSS", usage.ru_maxrss / 1024.0);
   }
   std::cout << checkReport;
   if (anyBeyond(checks)) {

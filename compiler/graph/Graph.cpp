@@ -147,6 +147,7 @@ std::string valueKey(const Value& v) {
 
 std::string nodeOpName(const Computation& node) {
   const Value& v = node.body;
+  if (node.online != OnlineForm::None) return "online-softmax";
   switch (v.kind) {
     case ValueKind::Const:
     case ValueKind::IndexValue: return "const";
@@ -175,7 +176,10 @@ std::string printGraph(const Graph& g) {
     std::string op = nodeOpName(c);
     std::string rhs;
     const Value& v = c.body;
-    if (v.kind == ValueKind::Reduce) {
+    if (c.online != OnlineForm::None) {
+      // the naive expression it computes, which lowering turns into one pass
+      rhs = printValue(g, c, v, true);
+    } else if (v.kind == ValueKind::Reduce) {
       // %m[i] = max j < 4096: x[i, j]
       for (size_t i = 0; i < v.reduceVars.size(); ++i) {
         const IndexVar& rv = c.vars[v.reduceVars[i]];
@@ -195,6 +199,38 @@ std::string printGraph(const Graph& g) {
   return out;
 }
 
+namespace {
+
+bool isReduceOver1(const Value& v, ReduceKind k) { return v.kind == ValueKind::Reduce && v.reduceKind == k && v.reduceVars.size() == 1; }
+bool isOp(const Value& v, BinaryOp op) { return v.kind == ValueKind::Binary && v.binaryOp == op && v.args.size() == 2; }
+bool isFn(const Value& v, Builtin f) { return v.kind == ValueKind::Call && v.builtin == f && v.args.size() == 1; }
+
+// exp(s - max(j': s')): a softmax's weight.
+bool isSoftmaxWeight(const Value& v) {
+  return isFn(v, Builtin::Exp) && isOp(v.args[0], BinaryOp::Sub) && isReduceOver1(v.args[0].args[1], ReduceKind::Max);
+}
+// sum(j: exp(s - max(j': s')) * w)
+bool isWeightedSum(const Value& v) {
+  return isReduceOver1(v, ReduceKind::Sum) && isOp(v.args[0], BinaryOp::Mul) && isSoftmaxWeight(v.args[0].args[0]);
+}
+// sum(j: exp(s - max(j': s')))
+bool isRowSum(const Value& v) { return isReduceOver1(v, ReduceKind::Sum) && isSoftmaxWeight(v.args[0]); }
+
+// The shapes OnlineForm (Program.h) names.
+bool hasOnlineShape(const Computation& c) {
+  const Value& b = c.body;
+  switch (c.online) {
+    case OnlineForm::WeightedAverage: return isOp(b, BinaryOp::Div) && isWeightedSum(b.args[0]) && isRowSum(b.args[1]);
+    case OnlineForm::WeightedSum: return isWeightedSum(b);
+    case OnlineForm::LogSumExp:
+      return isOp(b, BinaryOp::Add) && isReduceOver1(b.args[0], ReduceKind::Max) && isFn(b.args[1], Builtin::Log) && isRowSum(b.args[1].args[0]);
+    case OnlineForm::None: break;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<std::string> verifyGraph(const Graph& g) {
   std::vector<std::string> problems;
   for (size_t ci = 0; ci < g.computations.size(); ++ci) {
@@ -207,6 +243,7 @@ std::vector<std::string> verifyGraph(const Graph& g) {
       continue;
     }
     if (g.tensors[c.tensor].computation != static_cast<int>(ci)) fail("tensor does not point back at its node");
+    if (c.online != OnlineForm::None && !hasOnlineShape(c)) fail("an online-softmax node whose body is not in its form's shape");
     if (c.numLhsVars != static_cast<int>(g.tensors[c.tensor].shape.size())) fail("domain rank differs from the tensor's rank");
     for (int i = 0; i < c.numLhsVars && i < static_cast<int>(c.vars.size()); ++i)
       if (c.vars[i].extent != g.tensors[c.tensor].shape[i]) fail(fmt::format("extent of {} differs from the tensor's shape", c.vars[i].name));
@@ -260,6 +297,93 @@ bool replaceUses(Graph& g, int from, int to) {
       }
     });
   return any;
+}
+
+namespace {
+
+class Inliner {
+ public:
+  Inliner(Computation& c, const Computation& p) : c_(c), p_(p) {}
+
+  Value inlineAt(const Value& site) {
+    // Producer variables: left-hand ones become the read's index expressions; reduction
+    // variables are appended to the consumer; reduction ids are shifted past the consumer's.
+    map_.assign(p_.vars.size(), IndexExpr{});
+    for (int v = 0; v < p_.numLhsVars; ++v) map_[v] = site.indices[v];
+    for (size_t v = p_.numLhsVars; v < p_.vars.size(); ++v) {
+      IndexVar iv = p_.vars[v];
+      iv.reduction += c_.numReduces;
+      map_[v] = IndexExpr::makeVar(static_cast<int>(c_.vars.size()));
+      c_.vars.push_back(std::move(iv));
+    }
+    reduceShift_ = c_.numReduces;
+    c_.numReduces += p_.numReduces;
+    siteOwner_ = site.ownerReduce;
+    Value body = p_.body;
+    rewrite(body);
+    return body;
+  }
+
+ private:
+  IndexExpr substitute(const IndexExpr& ix) const {
+    if (ix.kind == IndexExpr::Kind::Var) {
+      IndexExpr r = map_[ix.var];
+      r.range = ix.range;
+      return r;
+    }
+    IndexExpr r = ix;
+    for (IndexExpr& o : r.ops) o = substitute(o);
+    return r;
+  }
+
+  void rewrite(Value& v) {
+    switch (v.kind) {
+      case ValueKind::IndexValue: {
+        IndexExpr e = v.indices.empty() ? substitute(IndexExpr::makeVar(v.var)) : substitute(v.indices[0]);
+        v.indices.clear();
+        if (e.kind == IndexExpr::Kind::Var) v.var = e.var;
+        else v.indices.push_back(std::move(e));
+        break;
+      }
+      case ValueKind::Access: {
+        for (IndexExpr& ix : v.indices) ix = substitute(ix);
+        v.ownerReduce = v.ownerReduce >= 0 ? v.ownerReduce + reduceShift_ : siteOwner_;
+        v.indexRanges.clear();
+        for (const IndexExpr& ix : v.indices) v.indexRanges.push_back(rangeOfIndex(ix, c_.vars));
+        break;
+      }
+      case ValueKind::Reduce:
+        v.reduceId += reduceShift_;
+        for (int& rv : v.reduceVars) rv = map_[rv].var;
+        break;
+      default: break;
+    }
+    for (Value& a : v.args) rewrite(a);
+  }
+
+  Computation& c_;
+  const Computation& p_;
+  std::vector<IndexExpr> map_;
+  int reduceShift_ = 0;
+  int siteOwner_ = -1;
+};
+
+}  // namespace
+
+const Value& onlineKeyReduce(const Computation& c) {
+  return c.online == OnlineForm::WeightedSum ? c.body : c.body.args[0];
+}
+const Value& onlineScores(const Computation& c) {
+  const Value& r = onlineKeyReduce(c);
+  // weighted: sum(j: exp(s - m) * w); logsumexp: max(j: s)
+  return c.online == OnlineForm::LogSumExp ? r.args[0] : r.args[0].args[0].args[0].args[0];
+}
+const Value* onlineWeight(const Computation& c) {
+  return c.online == OnlineForm::LogSumExp ? nullptr : &onlineKeyReduce(c).args[0].args[1];
+}
+
+Value inlineProducer(Computation& consumer, const Computation& producer, const Value& site) {
+  return Inliner(consumer, producer).inlineAt(site);
 }
 
 }  // namespace texc

@@ -70,6 +70,19 @@ std::string canonicalKey(const Value& v, const Computation& c);
 // the same computation. Used by cse and by the FLOP count.
 std::string valueKey(const Value& v);
 
+// A copy of producer `producer`'s expression for the read `site` (an access of its tensor inside
+// `consumer`): its left-hand variables become the read's index expressions, its reduction
+// variables are appended to the consumer's, its reduction ids shifted past the consumer's. Fusion
+// inlines producers with it; online-softmax follows the chain from a weighted sum to its max.
+Value inlineProducer(Computation& consumer, const Computation& producer, const Value& site);
+
+// The parts of an online-softmax node (its body in the shape OnlineForm names, Program.h): the
+// reduction over the keys (the weighted sum, or logsumexp's max), the scores s over the key
+// variable (that reduction's only variable), and the weight w (null for logsumexp).
+const Value& onlineKeyReduce(const Computation& c);
+const Value& onlineScores(const Computation& c);
+const Value* onlineWeight(const Computation& c);
+
 // Walks every Value of `v` mutably, children after parents.
 template <typename F>
 void forEachValueMut(Value& v, F&& f) {

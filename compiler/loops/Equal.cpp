@@ -37,6 +37,9 @@ bool equalNode(const AccInit& a, const AccInit& b, const VarRenaming&) {
 bool equalNode(const AccUpdate& a, const AccUpdate& b, const VarRenaming& r) {
   return a.acc == b.acc && a.reduce == b.reduce && equal(a.value, b.value, r);
 }
+bool equalNode(const AccSet& a, const AccSet& b, const VarRenaming& r) {
+  return a.acc == b.acc && equal(a.value, b.value, r);
+}
 bool equalNode(const Guard& a, const Guard& b, const VarRenaming& r) {
   return equalConds(a.conds, b.conds, r) && equal(a.body, b.body, r);
 }

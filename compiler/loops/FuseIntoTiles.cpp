@@ -122,7 +122,8 @@ struct Proof {
         }
         case StmtKind::Pack:
         case StmtKind::AccInit:
-        case StmtKind::AccUpdate: break;
+        case StmtKind::AccUpdate:
+        case StmtKind::AccSet: break;
       }
     }
     return true;
@@ -166,6 +167,9 @@ struct Proof {
         case StmtKind::AccUpdate:
           if (!readsExpr(s.as<AccUpdate>().value, vals, block)) return false;
           break;
+        case StmtKind::AccSet:
+          if (!readsExpr(s.as<AccSet>().value, vals, block)) return false;
+          break;
         default: break;
       }
     }
@@ -205,6 +209,7 @@ void accsOf(const Block& stmts, std::vector<bool>& used) {
   forEachStmt(stmts, [&](const Stmt& s) {
     if (auto* i = s.getIf<AccInit>()) used[i->acc] = true;
     if (auto* u = s.getIf<AccUpdate>()) used[u->acc] = true;
+    if (auto* a = s.getIf<AccSet>()) used[a->acc] = true;
     if (const Expr* v = valueOf(s))
       forEachExprNode(*v, [&](const Expr& e) {
         if (e.kind == ExprKind::AccRead) used[e.acc] = true;
@@ -313,6 +318,7 @@ void moveIds(Block& stmts, int numVars, int accOffset) {
     if (auto* l = s.getIf<Loop>()) l->var += kMovedVar;
     if (auto* i = s.getIf<AccInit>()) i->acc += accOffset;
     if (auto* u = s.getIf<AccUpdate>()) u->acc += accOffset;
+    if (auto* a = s.getIf<AccSet>()) a->acc += accOffset;
     if (Expr* v = valueOf(s))
       forEachExprNode(*v, [&](Expr& e) {
         if (e.kind == ExprKind::AccRead) e.acc += accOffset;

@@ -49,7 +49,7 @@ struct Expr {
 
 // The statement kinds. Each is its own type holding only its own fields; `Stmt` holds one of
 // them (docs/ir.md, "Statements"). The order of StmtKind is the order of Stmt::Node.
-enum class StmtKind : uint8_t { Loop, Store, AccInit, AccUpdate, Guard, Pack, Tile };
+enum class StmtKind : uint8_t { Loop, Store, AccInit, AccUpdate, Guard, Pack, Tile, AccSet };
 
 struct Stmt;
 using Block = std::vector<Stmt>;
@@ -104,6 +104,15 @@ struct AccInit {
 struct AccUpdate {
   int acc = -1;
   ReduceKind reduce = ReduceKind::Sum;
+  Expr value;
+};
+
+// acc = value, where value may read any accumulator, this one included: one step of online
+// softmax's running statistics (docs/online-softmax.md). The analyses treat it like an AccUpdate:
+// it carries the accumulator across the iterations of the loops around it, unless an AccInit
+// inside those loops sets it first.
+struct AccSet {
+  int acc = -1;
   Expr value;
 };
 
@@ -183,7 +192,7 @@ struct Tile {
 };
 
 struct Stmt {
-  using Node = std::variant<Loop, Store, AccInit, AccUpdate, Guard, Pack, Tile>;
+  using Node = std::variant<Loop, Store, AccInit, AccUpdate, Guard, Pack, Tile, AccSet>;
   Node node;
 
   Stmt() = default;

@@ -100,6 +100,11 @@ struct Printer {
       }
       case StmtKind::Pack: pack(s.as<Pack>(), pad); break;
       case StmtKind::Tile: tile(s.as<Tile>(), pad, depth); break;
+      case StmtKind::AccSet: {
+        const AccSet& a = s.as<AccSet>();
+        out += fmt::format("{}acc{} := {}\n", pad, a.acc, expr(a.value));
+        break;
+      }
     }
   }
 
@@ -263,6 +268,10 @@ struct Verifier {
       }
       case StmtKind::Pack: pack(s.as<Pack>()); break;
       case StmtKind::Tile: tile(s.as<Tile>()); break;
+      case StmtKind::AccSet:
+        acc(s.as<AccSet>().acc);
+        expr(s.as<AccSet>().value);
+        break;
     }
   }
 

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 
 namespace texc::loops {
@@ -26,6 +28,7 @@ class Lowering {
     const TensorInfo& t = p_.tensors[c_.tensor];
     k_.computeType = computeDType(t.dtype);
     k_.outputBuffer = c_.tensor;
+    if (c_.online != OnlineForm::None) return runOnline();
 
     // Scope 0 is the kernel's top level; scope v + 1 the body of the loop over left-hand v.
     scopes_.push_back(Scope{});
@@ -56,6 +59,140 @@ class Lowering {
   }
 
  private:
+  // An online-softmax node (passes/graph/OnlineSoftmax.cpp, docs/online-softmax.md): loops over
+  // its rows, and in them one pass over the keys j with a running max m and sum l, and for a
+  // weighted average the running weighted sum, kept in the output row o:
+  //   s' = s;  m' = max(m, s');  a = m == -inf ? 0 : exp(m - m');  e = s' == -inf ? 0 : exp(s' - m')
+  //   l = l * a + e;  o[c] = o[c] * a + e * w[c];  m = m'
+  // then o[c] = o[c] / l (o[c] as it is when not normalised), or m + log(l) for logsumexp. The -inf tests keep a row whose first keys
+  // are masked out from becoming NaN (exp(-inf - -inf)); a row masked out entirely ends as 0 / 0
+  // (logsumexp: l = 0), NaN, as the naive form gives.
+  void runOnline() {
+    const Value* weight = onlineWeight(c_);
+    const bool weighted = weight != nullptr;
+    const Value& scores = onlineScores(c_);
+    const int key = onlineKeyReduce(c_).reduceVars[0];
+    std::vector<int> scoreVars = freeVars(scores);
+    std::vector<int> rows, cols;
+    for (int v = 0; v < c_.numLhsVars; ++v)
+      (!weighted || std::binary_search(scoreVars.begin(), scoreVars.end(), v) ? rows : cols).push_back(v);
+
+    scopes_.push_back(Scope{});
+    for (int v : rows) scopes_.push_back(Scope{{v}, {}, {}});
+    const int m = k_.numAccs++, l = k_.numAccs++, sv = k_.numAccs++, mNew = k_.numAccs++, a = k_.numAccs++, e = k_.numAccs++;
+    Block& rowBody = scopes_.back().body;
+    rowBody.push_back(AccInit{m, ReduceKind::Max});
+    for (int acc : {l, sv, mNew, a, e}) rowBody.push_back(AccInit{acc, ReduceKind::Sum});
+    if (weighted) appendColumns(cols, [&] { return outputStore(constant(0)); });
+
+    // The pass over the keys.
+    scopes_.push_back(Scope{{key}, {}, {}});
+    Expr score = lower(scores);
+    Block& keyBody = scopes_.back().body;
+    keyBody.push_back(AccSet{sv, std::move(score)});
+    keyBody.push_back(AccSet{mNew, call(Builtin::Max, {accRead(m), accRead(sv)})});
+    keyBody.push_back(AccSet{a, guardedExp(m, mNew)});
+    keyBody.push_back(AccSet{e, guardedExp(sv, mNew)});
+    keyBody.push_back(AccSet{l, binary(BinaryOp::Add, binary(BinaryOp::Mul, accRead(l), accRead(a)), accRead(e))});
+    if (weighted) {
+      appendColumns(cols, [&] {
+        Expr rescaled = binary(BinaryOp::Mul, outputLoad(), accRead(a));
+        return outputStore(binary(BinaryOp::Add, std::move(rescaled), binary(BinaryOp::Mul, accRead(e), lower(*weight))));
+      });
+    }
+    scopes_.back().body.push_back(AccSet{m, accRead(mNew)});
+    Loop keys;
+    keys.var = key;
+    keys.extent = c_.vars[key].extent;
+    keys.body = std::move(scopes_.back().body);
+    scopes_.pop_back();
+    scopes_.back().body.push_back(std::move(keys));
+
+    if (c_.online == OnlineForm::WeightedAverage) {
+      appendColumns(cols, [&] { return outputStore(binary(BinaryOp::Div, outputLoad(), accRead(l))); });
+    } else if (!weighted) {
+      Expr lse = binary(BinaryOp::Add, accRead(m), call(Builtin::Log, {accRead(l)}));
+      Expr empty = binary(BinaryOp::Eq, accRead(l), constant(0));
+      empty.isBool = true;
+      scopes_.back().body.push_back(outputStore(call(Builtin::Select, {std::move(empty), constant(std::nan("")), std::move(lse)})));
+    }
+
+    // The row loops around it, the outermost parallel.
+    for (size_t r = rows.size(); r-- > 0;) {
+      Loop loop;
+      loop.var = rows[r];
+      loop.extent = c_.vars[rows[r]].extent;
+      loop.parallel = r == 0;
+      loop.body = std::move(scopes_.back().body);
+      scopes_.pop_back();
+      scopes_.back().body.push_back(std::move(loop));
+    }
+    if (!rows.empty()) k_.parallelExtent = c_.vars[rows[0]].extent;
+    k_.body = std::move(scopes_.back().body);
+    scopes_.pop_back();
+  }
+
+  // Appends to the current scope the loops over `cols` (the innermost vectorised) around the
+  // statement `inner` builds inside them.
+  void appendColumns(const std::vector<int>& cols, const std::function<Stmt()>& inner) {
+    for (int v : cols) scopes_.push_back(Scope{{v}, {}, {}});
+    scopes_.back().body.push_back(inner());
+    for (size_t i = cols.size(); i-- > 0;) {
+      Loop loop;
+      loop.var = cols[i];
+      loop.extent = c_.vars[cols[i]].extent;
+      loop.vectorize = i + 1 == cols.size();
+      loop.body = std::move(scopes_.back().body);
+      scopes_.pop_back();
+      scopes_.back().body.push_back(std::move(loop));
+    }
+  }
+
+  std::vector<IndexExpr> outputIndex() const {
+    std::vector<IndexExpr> index;
+    for (int v = 0; v < c_.numLhsVars; ++v) index.push_back(IndexExpr::makeVar(v));
+    return index;
+  }
+  Stmt outputStore(Expr value) const { return Store{c_.tensor, outputIndex(), std::move(value)}; }
+  Expr outputLoad() const {
+    Expr e;
+    e.kind = ExprKind::Load;
+    e.buffer = c_.tensor;
+    e.index = outputIndex();
+    return e;
+  }
+  static Expr constant(double x) {
+    Expr e;
+    e.constant = x;
+    return e;
+  }
+  static Expr accRead(int acc) {
+    Expr e;
+    e.kind = ExprKind::AccRead;
+    e.acc = acc;
+    return e;
+  }
+  static Expr binary(BinaryOp op, Expr a, Expr b) {
+    Expr e;
+    e.kind = ExprKind::Binary;
+    e.binaryOp = op;
+    e.args = {std::move(a), std::move(b)};
+    return e;
+  }
+  static Expr call(Builtin f, std::vector<Expr> args) {
+    Expr e;
+    e.kind = ExprKind::Call;
+    e.builtin = f;
+    e.args = std::move(args);
+    return e;
+  }
+  // x == -inf ? 0 : exp(x - m): the weight of x under the running max m.
+  static Expr guardedExp(int x, int m) {
+    Expr masked = binary(BinaryOp::Eq, accRead(x), constant(-HUGE_VAL));
+    masked.isBool = true;
+    return call(Builtin::Select, {std::move(masked), constant(0), call(Builtin::Exp, {binary(BinaryOp::Sub, accRead(x), accRead(m))})});
+  }
+
   struct Scope {
     std::vector<int> vars;                 // the variables it binds
     Block body;                            // its statements so far

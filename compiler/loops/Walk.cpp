@@ -132,6 +132,7 @@ void forEachLoad(const Expr& e, const std::function<void(const Expr&)>& f) {
 Expr* valueOf(Stmt& s) {
   if (auto* st = s.getIf<Store>()) return &st->value;
   if (auto* u = s.getIf<AccUpdate>()) return &u->value;
+  if (auto* a = s.getIf<AccSet>()) return &a->value;
   if (auto* p = s.getIf<Pack>()) return &p->value;
   if (auto* t = s.getIf<Tile>()) return &t->value;
   return nullptr;

@@ -55,7 +55,7 @@ void forEachIndexOf(const Stmt& s, const std::function<void(const IndexExpr&)>& 
 // base and k base, a Tile's bases, k base and block offsets (nothing for other kinds).
 void forEachOuterIndex(Stmt& s, const std::function<void(IndexExpr&)>& f);
 
-// The value expression statement `s` holds (Store, AccUpdate, Pack, Tile), or null.
+// The value expression statement `s` holds (Store, AccUpdate, AccSet, Pack, Tile), or null.
 Expr* valueOf(Stmt& s);
 const Expr* valueOf(const Stmt& s);
 

@@ -40,6 +40,7 @@ std::string printStage(const CompileState& s, Stage stage) {
     case Stage::Graph: {
       if (!s.graph) return "";
       std::string text = printGraph(*s.graph);
+      for (const std::string& d : s.onlineSoftmaxDecisions) text += fmt::format("# online-softmax {}\n", d);
       for (const FusionDecision& d : s.fusionDecisions)
         text += fmt::format("# {} -> {}: {}\n", d.producer, d.consumers, d.reason);
       return text;

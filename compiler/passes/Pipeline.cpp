@@ -66,6 +66,10 @@ const Slot kPipeline[] = {
     // before dce, which removes the duplicates cse leaves unread
     {"cse", "always", always},
     {"dce", "always", always},
+    // after the cleanups and before fuse, which would split the pattern over kernels
+    {"online-softmax", "always", always},
+    // the max, exponentials and row sums it folded in are now unread
+    {"dce", "after online-softmax, whose folded nodes it removes", always},
     // after the cleanups, so it weighs only what survived; last producer first
     {"fuse", "fusion on, --fuse=all or elementwise (--fuse=none turns it off)", fusionOff},
     // the fused producers are now unread

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <set>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -38,12 +39,13 @@ namespace texc::random {
 const std::vector<Variant>& variants() {
   // One line per pipeline configuration. When a switch lands, add its field to PipelineOptions
   // and a line here.
-  auto with = [](int optLevel, FuseMode fuse, bool plan, bool tile) {
+  auto with = [](int optLevel, FuseMode fuse, bool plan, bool tile, std::set<std::string> disabled = {}) {
     PipelineOptions o;
     o.optLevel = optLevel;
     o.fuse = fuse;
     o.planMemory = plan;
     o.tile = tile;
+    o.disabledPasses = std::move(disabled);
     return o;
   };
   static const std::vector<Variant> table = {
@@ -57,6 +59,7 @@ const std::vector<Variant>& variants() {
       {"--fuse=none --no-plan -O3", with(3, FuseMode::None, false, true), {1}},
       {"--no-tile -O3", with(3, FuseMode::All, true, false), {2}},
       {"--no-tile --no-plan -O0", with(0, FuseMode::All, false, false), {1}},
+      {"--disable-pass=online-softmax -O3", with(3, FuseMode::All, true, true, {"online-softmax"}), {2}},
   };
   // The CUDA target through the emulation (EmulatedCuda.h), where a host C++ compiler exists.
   static const std::vector<Variant> withCuda = [&] {

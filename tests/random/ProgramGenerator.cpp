@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -569,7 +570,62 @@ class Generator {
 
   // ---- statements -------------------------------------------------------------------------
 
+  // A softmax-weighted sum over the last axis j of an existing tensor x (the pattern of
+  // attention and of docs/online-softmax.md): the row max as a statement of its own, then
+  //   y[r.., c] = sum(j: exp(x[r.., j] - m[r..]) * w) / sum(j: exp(x[r.., j] - m[r..]))
+  // with w a tensor whose first extent is J (read at [j] or [j, c]) or, without one, index values.
+  // A weighted average of w: |y| <= |w|, and the denominator is at least 1 (the max's own term).
+  bool makeSoftmaxWeighted(bool last) {
+    std::vector<const TensorDesc*> rows;
+    for (const TensorDesc& t : tensors_)
+      if (!t.shape.empty() && t.shape.back().value > 1) rows.push_back(&t);
+    if (rows.empty()) return false;
+    const TensorDesc x = *rng_.pick(rows);  // copies: tensors_ grows below
+    const Size J = x.shape.back();
+    std::vector<const TensorDesc*> weights;
+    for (const TensorDesc& t : tensors_)
+      if (!t.shape.empty() && t.shape.size() <= 2 && t.shape[0].value == J.value) weights.push_back(&t);
+    std::optional<TensorDesc> w;
+    if (!weights.empty() && rng_.chance(0.7)) w = *rng_.pick(weights);
+    const Size C = w ? (w->shape.size() == 2 ? w->shape[1] : Size{1, "1"}) : rng_.pick(sizes_);
+    int64_t rowCount = 1;
+    for (size_t d = 0; d + 1 < x.shape.size(); ++d) rowCount *= x.shape[d].value;
+    if (rowCount * C.value > kMaxElements / 2 || rowCount * C.value * J.value * 2 > kMaxWork) return false;
+
+    std::string binders, rowIndex;
+    std::vector<Size> rowShape;
+    for (size_t d = 0; d + 1 < x.shape.size(); ++d) {
+      std::string v = fresh("i");
+      binders += (d ? ", " : "") + v + " < " + x.shape[d].text;
+      rowIndex += v + ", ";
+      rowShape.push_back(x.shape[d]);
+    }
+    const std::string j = fresh("j"), c = fresh("c");
+    const std::string m = fresh("t");
+    const std::string xRow = x.name + "[" + rowIndex + j + "]";
+    const std::string mRow = rowShape.empty() ? m : m + "[" + rowIndex.substr(0, rowIndex.size() - 2) + "]";
+    out_ += m + (rowShape.empty() ? "" : "[" + binders + "]") + " = max(" + j + " < " + J.text + ": " + xRow + ")\n";
+    tensors_.push_back({m, rowShape, false, x.mag});
+
+    std::string weight = "(" + j + " - 2 * " + c + ") * 0.125";
+    double wmag = 0.125 * static_cast<double>(J.value + 2 * C.value);
+    if (w) {
+      weight = w->name + "[" + j + (w->shape.size() == 2 ? ", " + c : "") + "]";
+      wmag = w->mag;
+    }
+    const std::string e = "exp(" + xRow + " - " + mRow + ")";
+    bool output = last || rng_.chance(0.5);
+    std::string y = fresh(output ? "y" : "t");
+    std::vector<Size> shape = rowShape;
+    shape.push_back(C);
+    out_ += std::string(output ? "output " : "") + y + "[" + binders + (binders.empty() ? "" : ", ") + c + " < " + C.text +
+            "] = sum(" + j + " < " + J.text + ": " + e + " * " + weight + ") / sum(" + j + " < " + J.text + ": " + e + ")\n";
+    tensors_.push_back({y, shape, false, std::max(wmag, 1.0)});
+    return true;
+  }
+
   void makeStatement(bool last) {
+    if (rng_.chance(0.1) && makeSoftmaxWeighted(last)) return;
     bool output = last || rng_.chance(0.35);
     std::string name = fresh(output ? "y" : "t");
     TensorDesc t{name, {}, false, kMaxMag};

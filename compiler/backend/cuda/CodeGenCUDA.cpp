@@ -298,6 +298,11 @@ class KernelGen {
         out += fmt::format("{}acc{} = {};\n", pad, init.acc, identity(init.reduce));
         break;
       }
+      case StmtKind::AccSet: {
+        const AccSet& a = s.as<AccSet>();
+        out += fmt::format("{}acc{} = {};\n", pad, a.acc, expr(a.value, loads));
+        break;
+      }
       case StmtKind::AccUpdate: {
         const AccUpdate& u = s.as<AccUpdate>();
         std::string a = fmt::format("acc{}", u.acc);

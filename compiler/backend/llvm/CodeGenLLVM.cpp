@@ -172,6 +172,7 @@ class KernelGen {
       }
       case StmtKind::Pack: pack(s.as<Pack>()); break;
       case StmtKind::Tile: tile(s.as<Tile>()); break;
+      case StmtKind::AccSet: b_.CreateStore(expr(s.as<AccSet>().value), accs_[s.as<AccSet>().acc]); break;
     }
   }
 

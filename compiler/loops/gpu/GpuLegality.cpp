@@ -27,6 +27,7 @@ void addAccReads(const Expr& e, std::set<int>& out) {
 struct Touches {
   std::set<int> localAccs, readAccs;
   std::map<int, ReduceKind> updatedAccs;
+  bool setsAccs = false;  // an AccSet: a running statistic, sequential in its loop
   std::vector<const Store*> stores;
   std::vector<const Expr*> loads;
 };
@@ -36,6 +37,7 @@ Touches touches(const Block& body) {
   forEachStmt(body, [&](const Stmt& s) {
     if (const auto* init = s.getIf<AccInit>()) t.localAccs.insert(init->acc);
     if (const auto* update = s.getIf<AccUpdate>()) t.updatedAccs.emplace(update->acc, update->reduce);
+    if (s.is<AccSet>()) t.setsAccs = true;
     if (const auto* store = s.getIf<Store>()) t.stores.push_back(store);
     if (const Expr* value = valueOf(s)) {
       forEachLoad(*value, [&](const Expr& e) { t.loads.push_back(&e); });
@@ -182,6 +184,7 @@ std::optional<RowPlan> planRowBlock(const LoopProgram& p, const Kernel& k, const
       ph.nest = perfectNest(s);
       for (const Loop* l : ph.nest) ph.extent *= l->extent;
       Touches t = touches(loop->body);
+      if (t.setsAccs) return std::nullopt;  // online softmax's running max and sum: one thread per row
       for (const auto& [acc, kind] : t.updatedAccs) {
         if (t.localAccs.count(acc)) {
           if (rowAccs.count(acc)) return std::nullopt;  // a row accumulator re-initialised per iteration

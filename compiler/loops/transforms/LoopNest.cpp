@@ -68,6 +68,7 @@ std::string parallelProblem(const Kernel& k, const Loop& loop) {
   forEachStmt(loop.body, [&](const Stmt& s) {
     if (auto* init = s.getIf<AccInit>()) set[init->acc] = true;
     if (auto* update = s.getIf<AccUpdate>()) updated[update->acc] = true;
+    if (auto* set = s.getIf<AccSet>()) updated[set->acc] = true;
   });
   for (int a = 0; a < k.numAccs; ++a)
     if (updated[a] && !set[a])

@@ -87,6 +87,7 @@ void collect(const Block& stmts, BodyFacts& f) {
     if (auto* store = s.getIf<Store>()) f.stores.push_back({store, enclosing});
     if (const Expr* value = valueOf(s)) f.values.push_back(value);
     if (auto* update = s.getIf<AccUpdate>()) f.accUpdated[update->acc] = true;
+    if (auto* set = s.getIf<AccSet>()) f.accUpdated[set->acc] = true;
     if (auto* init = s.getIf<AccInit>()) f.accSet[init->acc] = true;
     if (auto* pack = s.getIf<Pack>()) f.packed.push_back(pack->scratch);
     return WalkAction::Advance;

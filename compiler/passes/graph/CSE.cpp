@@ -11,7 +11,7 @@ namespace texc {
 namespace {
 
 std::string nodeKey(const Graph& g, const Computation& c) {
-  std::string k = fmt::format("{}|{}|", dtypeName(g.tensors[c.tensor].dtype), c.numLhsVars);
+  std::string k = fmt::format("{}|{}|{}|", dtypeName(g.tensors[c.tensor].dtype), c.numLhsVars, static_cast<int>(c.online));
   for (const IndexVar& v : c.vars) k += fmt::format("{},", v.extent);
   k += valueKey(c.body);
   return k;

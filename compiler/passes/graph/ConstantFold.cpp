@@ -66,7 +66,9 @@ bool fold(Value& v) {
 bool runConstantFold(CompileState& s) {
   Graph& g = *s.graph;
   bool changed = false;
-  for (Computation& c : g.computations) changed |= fold(c.body);
+  // An online-softmax node keeps its shape (folding max(j: 3) would remove its max).
+  for (Computation& c : g.computations)
+    if (c.online == OnlineForm::None) changed |= fold(c.body);
   // Forward constant nodes into unguarded reads (a guarded read must still skip its term).
   for (Computation& c : g.computations) {
     forEachValueMut(c.body, [&](Value& v) {

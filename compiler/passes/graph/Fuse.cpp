@@ -22,6 +22,8 @@
 //     top of one (scale/bias) read only that way: the tile pass tiles a contraction with a pointwise
 //     epilogue only, so conv + scale/bias + max pool becomes a tiled conv kernel with the
 //     scale/bias epilogue and a plain pool kernel instead of one untiled nest.
+//   - neither it nor a reader is an online-softmax node (OnlineSoftmax.cpp), whose one pass over
+//     the keys lowering builds as it is.
 // Producers are considered last first. Every decision is recorded with its reason (printed
 // after the pass and by texc explain).
 #include <fmt/format.h>
@@ -125,74 +127,6 @@ void findReads(const Graph& g, int ci, int t, std::vector<Read>& out) {
   Walker{c, t, ci, out}.walk(c.body, lhsScopes(c));
 }
 
-// Substitutes a copy of producer `p`'s expression for the read `site` inside consumer `c`.
-class Inliner {
- public:
-  Inliner(Computation& c, const Computation& p) : c_(c), p_(p) {}
-
-  Value inlineAt(const Value& site) {
-    // Producer variables: left-hand ones become the read's index expressions; reduction
-    // variables are appended to the consumer; reduction ids are shifted past the consumer's.
-    map_.assign(p_.vars.size(), IndexExpr{});
-    for (int v = 0; v < p_.numLhsVars; ++v) map_[v] = site.indices[v];
-    for (size_t v = p_.numLhsVars; v < p_.vars.size(); ++v) {
-      IndexVar iv = p_.vars[v];
-      iv.reduction += c_.numReduces;
-      map_[v] = IndexExpr::makeVar(static_cast<int>(c_.vars.size()));
-      c_.vars.push_back(std::move(iv));
-    }
-    reduceShift_ = c_.numReduces;
-    c_.numReduces += p_.numReduces;
-    siteOwner_ = site.ownerReduce;
-    Value body = p_.body;
-    rewrite(body);
-    return body;
-  }
-
- private:
-  IndexExpr substitute(const IndexExpr& ix) const {
-    if (ix.kind == IndexExpr::Kind::Var) {
-      IndexExpr r = map_[ix.var];
-      r.range = ix.range;
-      return r;
-    }
-    IndexExpr r = ix;
-    for (IndexExpr& o : r.ops) o = substitute(o);
-    return r;
-  }
-
-  void rewrite(Value& v) {
-    switch (v.kind) {
-      case ValueKind::IndexValue: {
-        IndexExpr e = v.indices.empty() ? substitute(IndexExpr::makeVar(v.var)) : substitute(v.indices[0]);
-        v.indices.clear();
-        if (e.kind == IndexExpr::Kind::Var) v.var = e.var;
-        else v.indices.push_back(std::move(e));
-        break;
-      }
-      case ValueKind::Access: {
-        for (IndexExpr& ix : v.indices) ix = substitute(ix);
-        v.ownerReduce = v.ownerReduce >= 0 ? v.ownerReduce + reduceShift_ : siteOwner_;
-        v.indexRanges.clear();
-        for (const IndexExpr& ix : v.indices) v.indexRanges.push_back(rangeOfIndex(ix, c_.vars));
-        break;
-      }
-      case ValueKind::Reduce:
-        v.reduceId += reduceShift_;
-        for (int& rv : v.reduceVars) rv = map_[rv].var;
-        break;
-      default: break;
-    }
-    for (Value& a : v.args) rewrite(a);
-  }
-
-  Computation& c_;
-  const Computation& p_;
-  std::vector<IndexExpr> map_;
-  int reduceShift_ = 0;
-  int siteOwner_ = -1;
-};
-
 void inlineReads(Graph& g, Computation& c, int t) {
   const Computation& p = g.computations[g.tensors[t].computation];
   // Collect first, then substitute: substitution grows c.vars, which the walk reads.
@@ -201,7 +135,7 @@ void inlineReads(Graph& g, Computation& c, int t) {
     if (v.kind == ValueKind::Access && v.tensor == t) sites.push_back(&v);
   });
   for (Value* site : sites) {
-    Value replacement = Inliner(c, p).inlineAt(*site);
+    Value replacement = inlineProducer(c, p, *site);
     replacement.range = site->range;
     *site = std::move(replacement);
   }
@@ -266,8 +200,14 @@ bool runFuse(CompileState& s) {
       return !r.inReduction && rt.shape.size() >= 2 && isTileableContraction(reader.body, rt.dtype, convTiled);
     });
 
+    const bool readByOnline = std::any_of(reads.begin(), reads.end(), [&](const Read& r) { return g.computations[r.consumer].online != OnlineForm::None; });
+
     FusionDecision d{pt.name, into, false, ""};
-    if (pt.isOutput) {
+    if (p.online != OnlineForm::None) {
+      d.reason = "not fused: it is an online-softmax node, whose one pass over the keys is a kernel of its own";
+    } else if (readByOnline) {
+      d.reason = "not fused: an online-softmax node reads it inside its pass over the keys, where it would be computed again for every row";
+    } else if (pt.isOutput) {
       d.reason = "not fused: it is an output, written anyway; its readers load it";
     } else if (pt.dtype == DType::F16 || pt.dtype == DType::BF16) {
       d.reason = fmt::format("not fused: it is stored as {}, and that rounding is part of the program's result", dtypeName(pt.dtype));

@@ -88,7 +88,9 @@ bool simplify(Value& v) {
 
 bool runSimplify(CompileState& s) {
   bool changed = false;
-  for (Computation& c : s.graph->computations) changed |= simplify(c.body);
+  // An online-softmax node keeps its shape (w * 1 -> w would remove its product).
+  for (Computation& c : s.graph->computations)
+    if (c.online == OnlineForm::None) changed |= simplify(c.body);
   return changed;
 }
 

@@ -29,8 +29,13 @@ class Splitter {
       current_ = &c;
       counter_ = 0;
       name_ = t.name;
-      Value body = split(c.body, true);
-      c.body = std::move(body);
+      // An online-softmax node stays whole: lowering builds its one pass from that shape.
+      if (c.online == OnlineForm::None) {
+        Value body = split(c.body, true);
+        c.body = std::move(body);
+      } else {
+        remapAccesses(c.body);
+      }
       int nid = add(t);
       remap_[id] = nid;
       c.tensor = nid;

@@ -52,10 +52,17 @@ TEST_CASE("plan on the command line: run gives the same bytes with and without t
 
 TEST_CASE("plan on the command line: explain prints the plan", "[driver][memplan]") {
   Sandbox box;
-  // Fused attention keeps three temps: the scores, the probabilities and their row sums (a kernel
-  // of its own, so that P V is tiled); the row sums reuse the scores' block.
-  Result fused = expectSuccess(box, {"explain", (kExamples / "attention.tex").string(), "-D", "N=8", "-D", "Dh=4", "--hw", "h100"});
+  // Materialized attention keeps three temps: the scores, the probabilities and their row sums (a
+  // kernel of its own, so that P V is tiled); the row sums reuse the scores' block.
+  Result fused = expectSuccess(box, {"explain", (kExamples / "attention.tex").string(), "-D", "N=8", "-D", "Dh=4", "--hw", "h100",
+                                     "--disable-pass=online-softmax"});
   CHECK(contains(fused.out, "== memory plan (--fuse=all) ==\nmemory plan: 3 temps in 2 blocks"));
+  // With online-softmax (the default) none, and the materialized program is shown beside it.
+  Result online = expectSuccess(box, {"explain", (kExamples / "attention.tex").string(), "-D", "N=8", "-D", "Dh=4", "--hw", "h100"});
+  CHECK(contains(online.out, "== memory plan (--fuse=all) ==\nmemory plan: 0 temps in 0 blocks"));
+  CHECK(contains(online.out, "materialized (--disable-pass=online-softmax): 3 temps in 2 blocks"));
+  CHECK(contains(online.out, "\nmaterialized "));
+  CHECK(contains(online.out, "== online softmax ==\nO: rewritten: one pass over j (8 keys)"));
   CHECK(contains(fused.out, "unfused (--fuse=none): "));
   Result unfused = expectSuccess(box, gelu("explain", {"--hw", "h100"}));
   CHECK(contains(unfused.out, "== memory plan (--fuse=none) ==\nmemory plan: 10 temps in 3 blocks"));

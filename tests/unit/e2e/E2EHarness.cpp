@@ -346,6 +346,8 @@ const std::vector<Variant>& variants() {
         {"-O3 --fuse=none --no-plan --threads 2", {"-O3", "--fuse=none", "--no-plan", "--threads", "2"}},
         {"-O3 --no-plan --threads 1", {"-O3", "--no-plan", "--threads", "1"}},
         {"-O3 --no-tile --threads 2", {"-O3", "--no-tile", "--threads", "2"}},
+        // Attention and logsumexp as written: the max, exponentials and sums stored (docs/online-softmax.md).
+        {"-O3 --disable-pass=online-softmax --threads 2", {"-O3", "--disable-pass=online-softmax", "--threads", "2"}},
         // Convolutions through the whole im2col patch matrix instead of implicit GEMM blocks.
         {"-O3 --conv=im2col --threads 1", {"-O3", "--conv=im2col", "--threads", "1"}},
     };

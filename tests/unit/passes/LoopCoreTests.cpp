@@ -93,6 +93,7 @@ std::string label(const Stmt& s) {
     case StmtKind::Guard: return "guard";
     case StmtKind::Pack: return "pack";
     case StmtKind::Tile: return "tile";
+    case StmtKind::AccSet: return "set";
   }
   return "?";
 }

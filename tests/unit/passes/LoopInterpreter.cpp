@@ -113,6 +113,13 @@ class KernelRun {
         break;
       }
       case StmtKind::Tile: tile(s.as<Tile>()); break;
+      case StmtKind::AccSet: {
+        const loops::AccSet& a = s.as<loops::AccSet>();
+        double x = eval(a.value);  // may read the accumulator itself, which must be set by then
+        accs_[a.acc] = x;
+        accSet_[a.acc] = true;
+        break;
+      }
     }
   }
 

@@ -367,7 +367,7 @@ std::string joined(const std::vector<std::string>& names) {
 TEST_CASE("pipeline: the cpu target with the default switches", "[passes][manager][pipeline]") {
   PipelineOptions cpu;
   CHECK(joined(passNames(cpu)) ==
-        "parse sema split-ops constant-fold simplify cse dce fuse dce lower-to-loops tile fuse-row-passes sink-unit-loops "
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops tile fuse-row-passes sink-unit-loops "
         "split-borders fuse-into-tiles plan-memory codegen-llvm optimize-llvm");
   // No schedule file: schedule-loops has nothing to apply and is not in the pipeline.
   CHECK_FALSE(has(passNames(cpu), "schedule-loops"));
@@ -389,7 +389,7 @@ TEST_CASE("pipeline: the cuda target leaves out the cpu passes and ends in codeg
   PipelineOptions cuda;
   cuda.target = Target::Cuda;
   CHECK(joined(passNames(cuda)) ==
-        "parse sema split-ops constant-fold simplify cse dce fuse dce lower-to-loops fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
   for (const char* name : {"tile", "sink-unit-loops", "split-borders", "fuse-into-tiles", "codegen-llvm", "optimize-llvm"}) {
     INFO(name);
     CHECK(whyNotInPipeline(name, cuda).rfind("--target cuda: ", 0) == 0);
@@ -438,11 +438,12 @@ TEST_CASE("pipeline: --no-tile, --fuse, --no-plan and the schedule file choose t
   PipelineOptions none;
   none.fuse = FuseMode::None;
   // No fuse, and no dce after it (nothing was fused, nothing left unread); no loop fusion either.
+  // The dce after online-softmax stays.
   std::vector<std::string> unfused = passNames(none);
   CHECK(joined(unfused) ==
-        "parse sema split-ops constant-fold simplify cse dce lower-to-loops tile sink-unit-loops split-borders plan-memory "
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce lower-to-loops tile sink-unit-loops split-borders plan-memory "
         "codegen-llvm optimize-llvm");
-  CHECK(std::count(unfused.begin(), unfused.end(), "dce") == 1);
+  CHECK(std::count(unfused.begin(), unfused.end(), "dce") == 2);
   CHECK(whyNotInPipeline("fuse", none).rfind("--fuse=none: ", 0) == 0);
   CHECK(whyNotInPipeline("dce", none) == "");  // its first run stays
 

@@ -15,6 +15,9 @@
 //
 // Also: lower-to-loops gives a valid loop program for every graph of every program, and that
 // program computes the graph's outputs (run by a loop-IR interpreter).
+#include <algorithm>
+#include <cmath>
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -124,9 +127,29 @@ std::string inputsText(const Graph& g) {
   return s;
 }
 
+bool hasOnlineNode(const Graph& g) {
+  return std::any_of(g.computations.begin(), g.computations.end(), [](const Computation& c) { return c.online != OnlineForm::None; });
+}
+
+// Empty when every element of `got` is within `rel` (relative to the larger magnitude, at least
+// 1) of `want`, NaN where `want` is NaN; else the first element that is not.
+std::string compareOutputsNearly(const std::vector<RefTensor>& want, const std::vector<RefTensor>& got, double rel) {
+  for (size_t o = 0; o < want.size(); ++o)
+    for (size_t e = 0; e < want[o].data.size(); ++e) {
+      double a = want[o].data[e], b = got[o].data[e];
+      if (std::isnan(a) && std::isnan(b)) continue;
+      if (a == b || std::abs(a - b) <= rel * std::max({1.0, std::abs(a), std::abs(b)})) continue;
+      return fmt::format("output {} element {} (flat) was {} and is {} after lowering", o, e, a, b);
+    }
+  return "";
+}
+
 // Checks one application of `pass` that turned `before` (t.states[from]) into `after`; returns
 // every problem found, one a line.
-std::string checkApplication(Trace& t, size_t from, const Graph& after, bool changed) {
+// online-softmax is the one graph pass that is not exact: it reassociates the weighted sum and
+// its normalisation (A = P / l; sum(j: A * V) becomes sum(j: P * V) / l), so its results are
+// checked to 1e-12 in float64 instead of bit for bit.
+std::string checkApplication(Trace& t, size_t from, const Graph& after, bool changed, bool exact) {
   const Graph& before = t.states[from];
   std::string problems;
   for (const std::string& p : verifyGraph(after)) problems += "verifyGraph: " + p + "\n";
@@ -143,7 +166,7 @@ std::string checkApplication(Trace& t, size_t from, const Graph& after, bool cha
     std::vector<RefTensor> got;
     std::string err = evaluate(after, inputsFor(t, set), got);
     if (!err.empty()) return err + "\n";
-    std::string diff = compareOutputsExactly(before, expected[set], after, got);
+    std::string diff = exact ? compareOutputsExactly(before, expected[set], after, got) : compareOutputsNearly(expected[set], got, 1e-12);
     if (!diff.empty())
       return fmt::format("input set {} (seed {}, kind {}): {}\n", set, kInputSets[set].first, kInputSets[set].second, diff);
   }
@@ -166,7 +189,7 @@ void checkPass(const std::string& name, bool everywhere) {
       for (size_t k = 0; k < t.passes.size(); ++k) {
         if (t.passes[k] != pass) continue;
         inPipeline = true;
-        std::string problems = checkApplication(t, k, t.states[k + 1], t.changed[k]);
+        std::string problems = checkApplication(t, k, t.states[k + 1], t.changed[k], name != "online-softmax");
         if (!problems.empty()) FAIL_CHECK("in pipeline position: " << describe(t, *pass, k, problems, t.states[k + 1]));
       }
       // The program's switches choose its pipeline: --fuse=none leaves fuse out.
@@ -180,7 +203,7 @@ void checkPass(const std::string& name, bool everywhere) {
         bool changed = false;
         std::string error;
         Graph after = applyGraphPass(*pass, t.states[from], t.options, changed, error);
-        std::string problems = error.empty() ? checkApplication(t, from, after, changed) : "reported errors: " + error;
+        std::string problems = error.empty() ? checkApplication(t, from, after, changed, name != "online-softmax") : "reported errors: " + error;
         if (!problems.empty()) FAIL_CHECK("out of position: " << describe(t, *pass, from, problems, after));
       }
     }
@@ -258,7 +281,10 @@ TEST_CASE("pass semantics: lower-to-loops computes what the graph computes", "[p
             if (!failure.empty()) break;
             std::vector<RefTensor> got;
             for (int id : g.outputs) got.push_back({g.tensors[id].shape, buffers[id]});
-            CHECK(compareOutputsExactly(g, expected[set], g, got) == "");
+            // An online-softmax node rescales its running sums: in float64 it agrees with the
+            // naive expression to a few ulps, not bit for bit.
+            if (hasOnlineNode(g)) CHECK(compareOutputsNearly(expected[set], got, 1e-12) == "");
+            else CHECK(compareOutputsExactly(g, expected[set], g, got) == "");
           }
         }
       }
