@@ -2,7 +2,6 @@
 // shapes, index variables (extent, RangeSource, where the extent came from), the bounds analysis
 // (index ranges, InBounds vs Guarded and the owning reduction), whole-tensor desugaring, dead
 // tensor removal and -D overrides.
-#define CATCH_CONFIG_ENABLE_PAIR_STRINGMAKER
 #include <catch2/catch.hpp>
 
 #include <algorithm>
