@@ -9,10 +9,99 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 
 namespace texc::loops {
 
 namespace {
+
+// `v` as an integer index expression, when it is one: index variables used as values (below 2^24,
+// where their float values compare as the integers do), integer constants, and sums, differences,
+// negations and products by a constant of those.
+std::optional<IndexExpr> asIndex(const Value& v, const Computation& c) {
+  constexpr double kExact = 1 << 24;
+  switch (v.kind) {
+    case ValueKind::IndexValue: {
+      IndexExpr e = v.indices.empty() ? IndexExpr::makeVar(v.var) : v.indices[0];
+      Interval r = rangeOfIndex(e, c.vars);
+      if (r.lo <= -kExact || r.hi >= kExact) return std::nullopt;
+      return e;
+    }
+    case ValueKind::Const:
+      if (v.constant != std::floor(v.constant) || std::abs(v.constant) >= kExact) return std::nullopt;
+      return IndexExpr::makeConst(static_cast<int64_t>(v.constant));
+    case ValueKind::Unary: {
+      if (v.unaryOp != UnaryOp::Neg) return std::nullopt;
+      std::optional<IndexExpr> a = asIndex(v.args[0], c);
+      if (!a) return std::nullopt;
+      IndexExpr e;
+      e.kind = IndexExpr::Kind::Mul;
+      e.constant = -1;
+      e.ops = {*a};
+      return e;
+    }
+    case ValueKind::Binary: {
+      if (v.binaryOp != BinaryOp::Add && v.binaryOp != BinaryOp::Sub && v.binaryOp != BinaryOp::Mul) return std::nullopt;
+      std::optional<IndexExpr> a = asIndex(v.args[0], c), b = asIndex(v.args[1], c);
+      if (!a || !b) return std::nullopt;
+      IndexExpr e;
+      if (v.binaryOp == BinaryOp::Mul) {
+        if (a->kind != IndexExpr::Kind::Const && b->kind != IndexExpr::Kind::Const) return std::nullopt;
+        const bool aConst = a->kind == IndexExpr::Kind::Const;
+        e.kind = IndexExpr::Kind::Mul;
+        e.constant = aConst ? a->constant : b->constant;
+        e.ops = {aConst ? *b : *a};
+        return e;
+      }
+      e.kind = v.binaryOp == BinaryOp::Add ? IndexExpr::Kind::Add : IndexExpr::Kind::Sub;
+      e.ops = {*a, *b};
+      return e;
+    }
+    default: return std::nullopt;
+  }
+}
+
+// `hi - lo` (minus one when strict) as a guard condition 0 <= x < extent, the extent one past its
+// largest value: `lo <= hi` holds exactly when the condition does.
+GuardCond nonNegative(IndexExpr hi, IndexExpr lo, bool strict, const Computation& c) {
+  IndexExpr d;
+  d.kind = IndexExpr::Kind::Sub;
+  d.ops = {std::move(hi), std::move(lo)};
+  if (strict) {
+    IndexExpr s;
+    s.kind = IndexExpr::Kind::Sub;
+    s.ops = {std::move(d), IndexExpr::makeConst(1)};
+    d = std::move(s);
+  }
+  Interval r = rangeOfIndex(d, c.vars);
+  return {d, std::max<int64_t>(r.hi + 1, 1)};
+}
+
+// The conditions of a mask `select(COND, x, -inf)` whose COND is affine comparisons of index
+// values joined by `&&` (j <= i; i - j < 128 && j <= i): where one fails the score is -inf, the
+// key adds nothing to the running max, sum or weighted sum, and the one pass skips it. Empty when
+// `scores` is no such mask.
+std::vector<GuardCond> maskConditions(const Value& scores, const Computation& c) {
+  if (scores.kind != ValueKind::Call || scores.builtin != Builtin::Select) return {};
+  const Value& other = scores.args[2];
+  if (other.kind != ValueKind::Const || other.constant != -HUGE_VAL) return {};
+  std::vector<GuardCond> conds;
+  std::function<bool(const Value&)> add = [&](const Value& cond) {
+    if (cond.kind != ValueKind::Binary) return false;
+    if (cond.binaryOp == BinaryOp::And) return add(cond.args[0]) && add(cond.args[1]);
+    std::optional<IndexExpr> a = asIndex(cond.args[0], c), b = asIndex(cond.args[1], c);
+    if (!a || !b) return false;
+    switch (cond.binaryOp) {
+      case BinaryOp::Le: conds.push_back(nonNegative(*b, *a, false, c)); return true;
+      case BinaryOp::Lt: conds.push_back(nonNegative(*b, *a, true, c)); return true;
+      case BinaryOp::Ge: conds.push_back(nonNegative(*a, *b, false, c)); return true;
+      case BinaryOp::Gt: conds.push_back(nonNegative(*a, *b, true, c)); return true;
+      default: return false;
+    }
+  };
+  if (!add(scores.args[0])) return {};
+  return conds;
+}
 
 // Statements are built in scopes: the kernel's top level, one per left-hand loop, and one per
 // reduction term. A reduction is placed in the innermost scope that binds one of the variables
@@ -85,9 +174,11 @@ class Lowering {
     for (int acc : {l, sv, mNew, a, e}) rowBody.push_back(AccInit{acc, ReduceKind::Sum});
     if (weighted) appendColumns(cols, [&] { return outputStore(constant(0)); });
 
-    // The pass over the keys.
+    // The pass over the keys. A key that a mask of affine comparisons (causal: j <= i) sets to
+    // -inf changes nothing, so the pass skips it: under a guard, the score is the unmasked value.
+    std::vector<GuardCond> mask = maskConditions(scores, c_);
     scopes_.push_back(Scope{{key}, {}, {}});
-    Expr score = lower(scores);
+    Expr score = lower(mask.empty() ? scores : scores.args[1]);
     Block& keyBody = scopes_.back().body;
     keyBody.push_back(AccSet{sv, std::move(score)});
     keyBody.push_back(AccSet{mNew, call(Builtin::Max, {accRead(m), accRead(sv)})});
@@ -105,6 +196,13 @@ class Lowering {
     keys.var = key;
     keys.extent = c_.vars[key].extent;
     keys.body = std::move(scopes_.back().body);
+    if (!mask.empty()) {
+      Guard unmasked;
+      unmasked.conds = std::move(mask);
+      unmasked.body = std::move(keys.body);
+      keys.body.clear();
+      keys.body.push_back(std::move(unmasked));
+    }
     scopes_.pop_back();
     scopes_.back().body.push_back(std::move(keys));
 

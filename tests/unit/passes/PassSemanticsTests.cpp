@@ -132,12 +132,14 @@ bool hasOnlineNode(const Graph& g) {
 }
 
 // Empty when every element of `got` is within `rel` (relative to the larger magnitude, at least
-// 1) of `want`, NaN where `want` is NaN; else the first element that is not.
-std::string compareOutputsNearly(const std::vector<RefTensor>& want, const std::vector<RefTensor>& got, double rel) {
+// 1) of `want`, NaN where `want` is NaN (anything there when `nanMayVanish`); else the first
+// element that is not.
+std::string compareOutputsNearly(const std::vector<RefTensor>& want, const std::vector<RefTensor>& got, double rel,
+                                 bool nanMayVanish = false) {
   for (size_t o = 0; o < want.size(); ++o)
     for (size_t e = 0; e < want[o].data.size(); ++e) {
       double a = want[o].data[e], b = got[o].data[e];
-      if (std::isnan(a) && std::isnan(b)) continue;
+      if (std::isnan(a) && (std::isnan(b) || nanMayVanish)) continue;
       if (a == b || std::abs(a - b) <= rel * std::max({1.0, std::abs(a), std::abs(b)})) continue;
       return fmt::format("output {} element {} (flat) was {} and is {} after lowering", o, e, a, b);
     }
@@ -282,8 +284,10 @@ TEST_CASE("pass semantics: lower-to-loops computes what the graph computes", "[p
             std::vector<RefTensor> got;
             for (int id : g.outputs) got.push_back({g.tensors[id].shape, buffers[id]});
             // An online-softmax node rescales its running sums: in float64 it agrees with the
-            // naive expression to a few ulps, not bit for bit.
-            if (hasOnlineNode(g)) CHECK(compareOutputsNearly(expected[set], got, 1e-12) == "");
+            // naive expression to a few ulps, not bit for bit. It skips the keys a mask sets to
+            // -inf, so on the special values (inf, NaN) the NaN that 0 * inf at such a key gives
+            // the naive sum does not reach it (docs/online-softmax.md, "Masked keys").
+            if (hasOnlineNode(g)) CHECK(compareOutputsNearly(expected[set], got, 1e-12, kInputSets[set].second == 1) == "");
             else CHECK(compareOutputsExactly(g, expected[set], g, got) == "");
           }
         }
