@@ -90,6 +90,24 @@ TEST_CASE("plan on the command line: compare runs planned and unplanned variants
   CHECK(countOf(json.out, "\"max_rel_error\": ") == 5);
 }
 
+// Where online-softmax rewrote something, compare adds `materialized` (--disable-pass=online-softmax):
+// attention as four kernels with its N x N temps, against one kernel with none; no such row for a
+// program without a softmax-weighted sum (gelu above has five variants).
+TEST_CASE("compare: attention gets the variant materialized, with its kernels and temp memory", "[driver][compare]") {
+  Sandbox box;
+  std::vector<std::string> args = {"compare", (kExamples / "attention.tex").string(), "-D", "N=32", "-D", "Dh=8",
+                                   "--repeat", "1", "--threads", "1"};
+  Result table = expectSuccess(box, args);
+  CHECK(contains(table.out, "\nmaterialized "));
+  CHECK(contains(table.out, "online softmax: fused is "));
+  CHECK(contains(table.out, "x faster than materialized (--disable-pass=online-softmax), with 0 B of temp memory against "));
+  args.push_back("--json");
+  Result json = expectSuccess(box, args);
+  CHECK(contains(json.out, "{\"name\": \"fused\", \"kernels\": 1,"));
+  CHECK(contains(json.out, "{\"name\": \"materialized\", \"kernels\": 4,"));
+  CHECK(countOf(json.out, "\"within_bound\": true") == 6);
+}
+
 TEST_CASE("compare: the kernels column counts the kernels that run (a pool fused into a tiled conv is one)", "[driver][compare]") {
   Sandbox box;
   // examples/conv_pool.tex at 8 x 8 pixels: the tiled conv's pixel blocks of 16 are row pairs.
