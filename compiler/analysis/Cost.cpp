@@ -51,12 +51,12 @@ double loadsOf(const Value& v, const Computation& c, const std::vector<LoopScope
 void onlineCost(const Computation& c, double& flops, double& accesses) {
   const Value& s = onlineScores(c);
   const Value* w = onlineWeight(c);
-  std::vector<int> scoreVars = freeVars(s);
+  const std::vector<int> rowVars = onlineRowVars(c);
   std::vector<LoopScope> scopes;
   std::vector<int> cols;
   double rows = 1, colCount = 1;
   for (int v = 0; v < c.numLhsVars; ++v) {
-    if (!w || std::binary_search(scoreVars.begin(), scoreVars.end(), v)) {
+    if (std::binary_search(rowVars.begin(), rowVars.end(), v)) {
       scopes.push_back({{v}, static_cast<double>(c.vars[v].extent)});
       rows *= static_cast<double>(c.vars[v].extent);
     } else {

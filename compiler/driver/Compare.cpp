@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <string_view>
 
 #include "compiler/analysis/Cost.h"
 #include "compiler/analysis/HostModel.h"
@@ -81,7 +82,6 @@ int commandCompare(const CompareOptions& o) {
                                    {"fused", "all", true}};
   std::vector<Result> results;
   std::string kernelsText;
-  bool rewroteSoftmax = false;
   for (size_t vi = 0; vi < variants.size(); ++vi) {
     const Variant variant = variants[vi];
     const char* fuse = variant.fuse;
@@ -95,12 +95,8 @@ int commandCompare(const CompareOptions& o) {
     request.printedPassesMustRun = false;  // --fuse=none leaves fuse out of two variants
     std::unique_ptr<Compilation> c = compileProgram(request);
     if (!c->ok) return kExitProgramError;
-    if (vi + 1 == variants.size() && !variant.disabled) {
-      for (const std::string& d : c->state.onlineSoftmaxDecisions) rewroteSoftmax |= d.find(": rewritten:") != std::string::npos;
-      if (rewroteSoftmax)
-        variants.push_back({"materialized", "all", true, "online-softmax"});
-    }
     const Program& g = *c->state.graph;
+    if (std::string_view(variant.name) == "fused" && hasOnlineNode(g)) variants.push_back({"materialized", "all", true, "online-softmax"});
     std::vector<KernelCost> costs = costOfKernels(g);
     // The kernels that run: the loop IR's (fuse-into-tiles may have put two of the graph's in one);
     // bytes and FLOPs stay the graph's model.

@@ -10,7 +10,6 @@
 //      (`materialized`, --disable-pass=online-softmax) beside it in (2) and (4).
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -107,9 +106,8 @@ int commandExplain(const ExplainOptions& o) {
 
   // The same program with its softmax stored (the N x N scores and weights), when one was rewritten.
   const std::vector<std::string>& online = fused->state.onlineSoftmaxDecisions;
-  const bool rewrote = std::any_of(online.begin(), online.end(), [](const std::string& d) { return d.find(": rewritten:") != std::string::npos; });
   std::unique_ptr<Compilation> materialized;
-  if (rewrote) {
+  if (hasOnlineNode(*fused->state.graph)) {
     ProgramOptions m = o.program;
     m.disablePasses.push_back("online-softmax");
     materialized = compileProgram(m.request(Stage::Plan));

@@ -382,6 +382,19 @@ const Value* onlineWeight(const Computation& c) {
   return c.online == OnlineForm::LogSumExp ? nullptr : &onlineKeyReduce(c).args[0].args[1];
 }
 
+std::vector<int> onlineRowVars(const Computation& c) {
+  const bool weighted = onlineWeight(c) != nullptr;
+  const std::vector<int> scoreVars = freeVars(onlineScores(c));
+  std::vector<int> rows;
+  for (int v = 0; v < c.numLhsVars; ++v)
+    if (!weighted || std::binary_search(scoreVars.begin(), scoreVars.end(), v)) rows.push_back(v);
+  return rows;
+}
+
+bool hasOnlineNode(const Graph& g) {
+  return std::any_of(g.computations.begin(), g.computations.end(), [](const Computation& c) { return c.online != OnlineForm::None; });
+}
+
 Value inlineProducer(Computation& consumer, const Computation& producer, const Value& site) {
   return Inliner(consumer, producer).inlineAt(site);
 }

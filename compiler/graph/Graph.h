@@ -82,6 +82,11 @@ Value inlineProducer(Computation& consumer, const Computation& producer, const V
 const Value& onlineKeyReduce(const Computation& c);
 const Value& onlineScores(const Computation& c);
 const Value* onlineWeight(const Computation& c);
+// The left-hand variables of an online-softmax node that are its rows, in order: those its scores
+// depend on (every one for logsumexp). The others are the weighted sum's columns.
+std::vector<int> onlineRowVars(const Computation& c);
+// Whether some node of `g` is an online-softmax node (the pass rewrote something).
+bool hasOnlineNode(const Graph& g);
 
 // Walks every Value of `v` mutably, children after parents.
 template <typename F>

@@ -161,14 +161,16 @@ class Lowering {
     const bool weighted = weight != nullptr;
     const Value& scores = onlineScores(c_);
     const int key = onlineKeyReduce(c_).reduceVars[0];
-    std::vector<int> scoreVars = freeVars(scores);
-    std::vector<int> rows, cols;
+    const std::vector<int> rows = onlineRowVars(c_);
+    std::vector<int> cols;
     for (int v = 0; v < c_.numLhsVars; ++v)
-      (!weighted || std::binary_search(scoreVars.begin(), scoreVars.end(), v) ? rows : cols).push_back(v);
+      if (!std::binary_search(rows.begin(), rows.end(), v)) cols.push_back(v);
 
     scopes_.push_back(Scope{});
     for (int v : rows) scopes_.push_back(Scope{{v}, {}, {}});
     const int m = k_.numAccs++, l = k_.numAccs++, sv = k_.numAccs++, mNew = k_.numAccs++, a = k_.numAccs++, e = k_.numAccs++;
+    // Every accumulator starts in the row: the temporaries (s', m', a, e) too, so that the row
+    // loop visibly carries none of them and stays parallel (LoopNest.h, parallelProblem).
     Block& rowBody = scopes_.back().body;
     rowBody.push_back(AccInit{m, ReduceKind::Max});
     for (int acc : {l, sv, mNew, a, e}) rowBody.push_back(AccInit{acc, ReduceKind::Sum});

@@ -19,7 +19,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 
 #include "compiler/passes/Pass.h"
@@ -93,24 +92,22 @@ struct Matcher {
 
   std::string varName(int v) const { return c.vars[v].name; }
 
-  // Whether `v`, resolved on a copy, is exp(s - max(...)) or that divided by something.
-  bool looksLikeSoftmax(const Value& v) {
+  // Whether `v`, resolved on a copy of the node, has `shape` (which may resolve further on the
+  // copy): resolving the real node would inline what it reads even where the shape fails.
+  bool looksLike(const Value& v, const std::function<bool(Matcher&, Value&)>& shape) {
     Matcher peek(g, c, allowOutputs);
     Value probe = v;
-    bool ok = peek.resolve(probe);
-    if (ok && isBinary(probe, BinaryOp::Div)) ok = peek.resolve(probe.args[0]) && peek.softmaxFactor(probe.args[0]);
-    else if (ok) ok = peek.softmaxFactor(probe) != nullptr;
+    bool ok = peek.resolve(probe) && shape(peek, probe);
     if (blockingOutput.empty()) blockingOutput = peek.blockingOutput;
     return ok;
   }
 
-  // Whether `v`, resolved on a copy, is of the given reduce kind (log: a call of log).
-  bool looksLike(const Value& v, const std::function<bool(const Value&)>& shape) {
-    Matcher peek(g, c, allowOutputs);
-    Value probe = v;
-    bool ok = peek.resolve(probe) && shape(probe);
-    if (blockingOutput.empty()) blockingOutput = peek.blockingOutput;
-    return ok;
+  // exp(s - max(...)), or that divided by something (the weights normalised first).
+  bool looksLikeSoftmax(const Value& v) {
+    return looksLike(v, [](Matcher& peek, Value& x) {
+      Value& e = isBinary(x, BinaryOp::Div) ? x.args[0] : x;
+      return peek.softmaxFactor(e) != nullptr;
+    });
   }
 
   // Whether max `m` is the max over `j` of the scores `s` the exponential subtracts it from; sets
@@ -199,8 +196,8 @@ struct Matcher {
     for (int side = 0; side < 2; ++side) {
       Value& m = body.args[side];
       Value& lg = body.args[1 - side];
-      if (!looksLike(m, [](const Value& x) { return isReduce(x, ReduceKind::Max); })) continue;
-      if (!looksLike(lg, [](const Value& x) { return isCall(x, Builtin::Log); })) continue;
+      if (!looksLike(m, [](Matcher&, Value& x) { return isReduce(x, ReduceKind::Max); })) continue;
+      if (!looksLike(lg, [](Matcher&, Value& x) { return isCall(x, Builtin::Log); })) continue;
       if (!resolve(m) || !resolve(lg) || !resolve(lg.args[0]) || !isReduce(lg.args[0], ReduceKind::Sum)) continue;
       Value& l = lg.args[0];
       int j = l.reduceVars[0];
@@ -279,7 +276,12 @@ bool runOnlineSoftmax(CompileState& s) {
   Graph& g = *s.graph;
   s.onlineSoftmaxDecisions.clear();
   bool changed = false;
-  std::vector<std::pair<std::string, std::string>> lines;  // node (empty: rewritten), line; last node first
+  struct Decision {
+    std::string node;
+    std::string reason;  // empty: rewritten
+    std::string line;
+  };
+  std::vector<Decision> decisions;  // last node first
   std::set<std::string> foldedAnywhere;
   // Last node first, so that a pattern is taken whole (attention's O = O.1 / l before its
   // unnormalised part O.1); a node folded into a rewritten one is left for dce.
@@ -314,30 +316,29 @@ bool runOnlineSoftmax(CompileState& s) {
         reason = fmt::format("it is stored as {}, and the running weighted sum is kept in the output at full precision", dtypeName(t.dtype));
     }
     if (c.online == OnlineForm::None || !reason.empty()) {
-      if (!reason.empty()) lines.emplace_back(t.name, fmt::format("{}: not rewritten: {}", t.name, reason));
+      if (!reason.empty()) decisions.push_back({t.name, reason, fmt::format("{}: not rewritten: {}", t.name, reason)});
       continue;
     }
     const IndexVar& key = c.vars[onlineKeyReduce(c).reduceVars[0]];
-    lines.emplace_back(std::string(), fmt::format("{}: rewritten: one pass over {} ({} keys) keeps a running max and sum; {}; folds in {}",
-                                                   t.name, key.name, key.extent, recurrence(c.online), joined(folded)));
+    decisions.push_back({t.name, "", fmt::format("{}: rewritten: one pass over {} ({} keys) keeps a running max and sum; {}; folds in {}",
+                                                 t.name, key.name, key.extent, recurrence(c.online), joined(folded))});
     foldedAnywhere.insert(folded.begin(), folded.end());
     g.computations[ci] = std::move(c);
     changed = true;
   }
   // A part of a pattern rewritten whole (attention's unnormalised P V) needs no line of its own,
   // nor does a part of a statement (O.1 of O) refused for the reason the statement was.
-  auto reasonOf = [](const std::string& line) { return line.substr(line.find(": not rewritten: ")); };
-  std::map<std::string, std::string> refusedFor;
-  for (const auto& [name, line] : lines)
-    if (!name.empty()) refusedFor[name] = reasonOf(line);
-  for (const auto& [name, line] : lines) {
-    if (foldedAnywhere.count(name)) continue;
-    size_t dot = name.rfind('.');
-    if (!name.empty() && dot != std::string::npos) {
-      auto whole = refusedFor.find(name.substr(0, dot));
-      if (whole != refusedFor.end() && whole->second == reasonOf(line)) continue;
+  std::map<std::string, std::string> refusedFor;  // node -> reason
+  for (const Decision& d : decisions)
+    if (!d.reason.empty()) refusedFor[d.node] = d.reason;
+  for (const Decision& d : decisions) {
+    if (!d.reason.empty()) {
+      if (foldedAnywhere.count(d.node)) continue;
+      size_t dot = d.node.rfind('.');
+      auto whole = dot == std::string::npos ? refusedFor.end() : refusedFor.find(d.node.substr(0, dot));
+      if (whole != refusedFor.end() && whole->second == d.reason) continue;
     }
-    s.onlineSoftmaxDecisions.push_back(line);
+    s.onlineSoftmaxDecisions.push_back(d.line);
   }
   std::reverse(s.onlineSoftmaxDecisions.begin(), s.onlineSoftmaxDecisions.end());  // program order
   return changed;

@@ -127,10 +127,6 @@ std::string inputsText(const Graph& g) {
   return s;
 }
 
-bool hasOnlineNode(const Graph& g) {
-  return std::any_of(g.computations.begin(), g.computations.end(), [](const Computation& c) { return c.online != OnlineForm::None; });
-}
-
 // Empty when every element of `got` is within `rel` (relative to the larger magnitude, at least
 // 1) of `want`, NaN where `want` is NaN (anything there when `nanMayVanish`); else the first
 // element that is not.
