@@ -53,7 +53,8 @@ bool equalNode(const Tile& a, const Tile& b, const VarRenaming& r) {
          equal(a.colBase, b.colBase, r) && a.rows == b.rows && a.cols == b.cols && a.rowExtent == b.rowExtent &&
          a.colExtent == b.colExtent && equalWindow(a.k, b.k, r) && a.acc == b.acc && equal(a.value, b.value, r) &&
          a.rowScratch == b.rowScratch && a.rowPackWhole == b.rowPackWhole && equal(a.blockRow, b.blockRow, r) &&
-         a.colScratch == b.colScratch && equal(a.blockCol, b.blockCol, r) && equal(a.epilogue, b.epilogue, r);
+         a.colScratch == b.colScratch && equal(a.blockCol, b.blockCol, r) && a.perWindow == b.perWindow &&
+         equal(a.epilogue, b.epilogue, r);
 }
 
 }  // namespace

@@ -54,7 +54,9 @@ enum class StmtKind : uint8_t { Loop, Store, AccInit, AccUpdate, Guard, Pack, Ti
 struct Stmt;
 using Block = std::vector<Stmt>;
 
-// A check that `index` lies in [0, extent) before a guarded body runs.
+// A check that `index` lies in [0, extent) before a guarded body runs. With extent
+// kNoUpperBound it checks 0 <= index alone (printed so).
+constexpr int64_t kNoUpperBound = INT64_MAX;
 struct GuardCond {
   IndexExpr index;
   int64_t extent = 0;
@@ -120,6 +122,7 @@ struct AccSet {
 struct Guard {
   std::vector<GuardCond> conds;
   Block body;
+  std::string skips;  // what a failed check skips, for the printer (empty: a reduction's term)
 };
 
 // The reduction window of a contraction block (Pack and Tile): k = var < extent, worked on in
@@ -170,7 +173,8 @@ struct Pack {
 // first column inside the block). A tile starting past either extent does nothing.
 // With k.block > 0 the sum starts from the element epilogue[0] (a store) wrote when k.base > 0,
 // and the tile runs the epilogue only for the last window; before it, it stores the partial sum
-// there instead.
+// there instead. With `perWindow` the sum is over this window alone, from 0, and the epilogue
+// runs after it (online softmax's P V tile, whose epilogue rescales and adds: TileOnline.h).
 struct Tile {
   int rowVar = -1;
   int colVar = -1;
@@ -188,6 +192,7 @@ struct Tile {
   IndexExpr blockRow;
   int colScratch = -1;
   IndexExpr blockCol;
+  bool perWindow = false;
   Block epilogue;
 };
 
@@ -214,7 +219,11 @@ struct Stmt {
 Block* nestedBlock(Stmt& s);
 const Block* nestedBlock(const Stmt& s);
 
-enum class BufferKind : uint8_t { Input, Output, Temp };
+// Input, Output and Temp are the program's tensors, in the program's order. Local buffers come
+// after them: small arrays one kernel keeps per call (per thread), like scratch, but indexed like
+// a tensor (online softmax's tile of scores and running statistics, TileOnline.h). They are not
+// in the memory plan and never leave the kernel.
+enum class BufferKind : uint8_t { Input, Output, Temp, Local };
 
 struct Buffer {
   std::string name;

@@ -94,7 +94,7 @@ struct Printer {
       }
       case StmtKind::Guard: {
         const Guard& g = s.as<Guard>();
-        out += fmt::format("{}if {}  # otherwise the term is skipped\n", pad, conds(g.conds));
+        out += fmt::format("{}if {}  # otherwise {} skipped\n", pad, conds(g.conds), g.skips.empty() ? "the term is" : g.skips);
         block(g.body, depth + 1);
         break;
       }
@@ -114,7 +114,9 @@ struct Printer {
 
   std::string conds(const std::vector<GuardCond>& cs) const {
     std::string out;
-    for (size_t i = 0; i < cs.size(); ++i) out += fmt::format("{}0 <= {} < {}", i ? " && " : "", index(cs[i].index), cs[i].extent);
+    for (size_t i = 0; i < cs.size(); ++i)
+      out += cs[i].extent == kNoUpperBound ? fmt::format("{}0 <= {}", i ? " && " : "", index(cs[i].index))
+                                           : fmt::format("{}0 <= {} < {}", i ? " && " : "", index(cs[i].index), cs[i].extent);
     return out;
   }
 
@@ -145,10 +147,11 @@ struct Printer {
                        index(t.colBase), t.cols - 1, t.colExtent);
     std::string start;
     const Store* partial = t.epilogue.empty() ? nullptr : t.epilogue[0].getIf<Store>();
-    if (t.k.block > 0 && partial) start = fmt::format("({} > 0 ? {} : 0) + ", index(t.k.base), access(partial->buffer, partial->index));
+    if (t.k.block > 0 && !t.perWindow && partial) start = fmt::format("({} > 0 ? {} : 0) + ", index(t.k.base), access(partial->buffer, partial->index));
     out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers\n", pad, t.acc, start, kWindow(t.k),
                        lhs, rhs, t.rows, t.cols);
-    if (t.k.block > 0) out += fmt::format("{}  # after the last k block only; before it the partial sum is stored instead\n", pad);
+    if (t.k.block > 0 && t.perWindow) out += fmt::format("{}  # this window's sum alone; the epilogue after every window\n", pad);
+    else if (t.k.block > 0) out += fmt::format("{}  # after the last k block only; before it the partial sum is stored instead\n", pad);
     block(t.epilogue, depth + 1);
   }
 
@@ -166,7 +169,15 @@ struct Printer {
   }
 };
 
-const char* kindName(BufferKind k) { return k == BufferKind::Input ? "input" : k == BufferKind::Output ? "output" : "temp"; }
+const char* kindName(BufferKind k) {
+  switch (k) {
+    case BufferKind::Input: return "input";
+    case BufferKind::Output: return "output";
+    case BufferKind::Temp: return "temp";
+    case BufferKind::Local: return "local";
+  }
+  return "?";
+}
 
 }  // namespace
 
@@ -329,7 +340,8 @@ struct Verifier {
     if (t.value.kind != ExprKind::Binary || t.value.binaryOp != BinaryOp::Mul)
       fail("tile value is not a product of a row and a column operand");
     acc(t.acc);
-    if (t.k.block > 0 && (t.epilogue.empty() || !t.epilogue[0].is<Store>()))
+    if (t.perWindow && t.k.block <= 0) fail("per-window tile without a k window");
+    if (t.k.block > 0 && !t.perWindow && (t.epilogue.empty() || !t.epilogue[0].is<Store>()))
       fail("k-blocked tile whose first epilogue statement is not the store that keeps its partial sums");
     bound[t.k.var] = true;
     bound[t.colVar] = true;
@@ -363,8 +375,36 @@ void checkLoopMarks(const Kernel& k, int64_t& found, int& count, std::vector<std
 
 }  // namespace
 
+// Local buffers come after the program's tensors (the runtime's table holds only those), and
+// each belongs to one kernel.
+static void checkLocalBuffers(const LoopProgram& p, std::vector<std::string>& problems) {
+  bool localSeen = false;
+  for (const Buffer& b : p.buffers) {
+    if (localSeen && b.kind != BufferKind::Local) problems.push_back(fmt::format("buffer {} comes after a local buffer", b.name));
+    localSeen = localSeen || b.kind == BufferKind::Local;
+  }
+  std::vector<int> owner(p.buffers.size(), -1);
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    forEachAccess(
+        p.kernels[k].body,
+        [&](const Expr& e) {
+          if (e.buffer < 0 || e.buffer >= static_cast<int>(p.buffers.size()) || p.buffers[e.buffer].kind != BufferKind::Local) return;
+          if (owner[e.buffer] >= 0 && owner[e.buffer] != static_cast<int>(k))
+            problems.push_back(fmt::format("local buffer {} is used by two kernels", p.buffers[e.buffer].name));
+          owner[e.buffer] = static_cast<int>(k);
+        },
+        [&](const Store& s) {
+          if (s.buffer < 0 || s.buffer >= static_cast<int>(p.buffers.size()) || p.buffers[s.buffer].kind != BufferKind::Local) return;
+          if (owner[s.buffer] >= 0 && owner[s.buffer] != static_cast<int>(k))
+            problems.push_back(fmt::format("local buffer {} is used by two kernels", p.buffers[s.buffer].name));
+          owner[s.buffer] = static_cast<int>(k);
+        });
+  }
+}
+
 std::vector<std::string> verifyLoopProgram(const LoopProgram& p) {
   std::vector<std::string> problems;
+  checkLocalBuffers(p, problems);
   for (const Kernel& k : p.kernels) {
     Verifier v{p, k, problems, std::vector<bool>(k.varNames.size(), false)};
     v.block(k.body);

@@ -11,9 +11,14 @@
 #include <map>
 #include <optional>
 
+#include "compiler/loops/Build.h"
+
 namespace texc::loops {
 
 namespace {
+
+using namespace build;
+
 
 // `v` as an integer index expression, when it is one: index variables used as values (below 2^24,
 // where their float values compare as the integers do), integer constants, and sums, differences,
@@ -213,7 +218,6 @@ class Lowering {
     } else if (!weighted) {
       Expr lse = binary(BinaryOp::Add, accRead(m), call(Builtin::Log, {accRead(l)}));
       Expr empty = binary(BinaryOp::Eq, accRead(l), constant(0));
-      empty.isBool = true;
       scopes_.back().body.push_back(outputStore(call(Builtin::Select, {std::move(empty), constant(std::nan("")), std::move(lse)})));
     }
 
@@ -261,35 +265,9 @@ class Lowering {
     e.index = outputIndex();
     return e;
   }
-  static Expr constant(double x) {
-    Expr e;
-    e.constant = x;
-    return e;
-  }
-  static Expr accRead(int acc) {
-    Expr e;
-    e.kind = ExprKind::AccRead;
-    e.acc = acc;
-    return e;
-  }
-  static Expr binary(BinaryOp op, Expr a, Expr b) {
-    Expr e;
-    e.kind = ExprKind::Binary;
-    e.binaryOp = op;
-    e.args = {std::move(a), std::move(b)};
-    return e;
-  }
-  static Expr call(Builtin f, std::vector<Expr> args) {
-    Expr e;
-    e.kind = ExprKind::Call;
-    e.builtin = f;
-    e.args = std::move(args);
-    return e;
-  }
   // x == -inf ? 0 : exp(x - m): the weight of x under the running max m.
   static Expr guardedExp(int x, int m) {
     Expr masked = binary(BinaryOp::Eq, accRead(x), constant(-HUGE_VAL));
-    masked.isBool = true;
     return call(Builtin::Select, {std::move(masked), constant(0), call(Builtin::Exp, {binary(BinaryOp::Sub, accRead(x), accRead(m))})});
   }
 

@@ -51,6 +51,15 @@ std::string slotLeftOut(const Slot& slot, const PipelineOptions& o) {
   return slot.leftOut(o);
 }
 
+// Why a tiling pass is left out: the cuda target (`onCuda` says what happens there instead), or
+// tiling turned off (`untiled` says what stays).
+std::string tilingOff(const PipelineOptions& o, const char* onCuda, const char* untiled) {
+  if (o.target == Target::Cuda) return fmt::format("--target cuda: {}", onCuda);
+  if (!o.tile) return fmt::format("--no-tile: {}", untiled);
+  if (o.schedule.tile == false) return fmt::format("`tile = off` in the schedule file: {}", untiled);
+  return "";
+}
+
 // The whole pipeline, one slot per pass, with why it runs there.
 const Slot kPipeline[] = {
     // everything starts from the AST
@@ -78,11 +87,13 @@ const Slot kPipeline[] = {
     {"lower-to-loops", "always", always},
     // on the loop nests, with the fused epilogues already inside them
     {"tile", "cpu target, tiling on (--no-tile, or `tile = off` in the schedule file, turns it off)",
-     [](const PipelineOptions& o) -> std::string {
-       if (o.target == Target::Cuda) return "--target cuda: the CUDA backend tiles contractions its own way, through shared memory";
-       if (!o.tile) return "--no-tile: contractions keep their lowered nests";
-       if (o.schedule.tile == false) return "`tile = off` in the schedule file: contractions keep their lowered nests";
-       return "";
+     [](const PipelineOptions& o) {
+       return tilingOff(o, "the CUDA backend tiles contractions its own way, through shared memory", "contractions keep their lowered nests");
+     }},
+    // on the one-pass kernels as lowered, like tile on the contractions
+    {"tile-online-softmax", "cpu target, tiling on (--no-tile, or `tile = off` in the schedule file, turns it off)",
+     [](const PipelineOptions& o) {
+       return tilingOff(o, "the CUDA backend maps the one-pass kernel to its grid", "online softmax keeps one pass per row");
      }},
     // needs the reductions placed in their rows, which lowering does
     {"fuse-row-passes", "--fuse=all (not with --fuse=none or elementwise)",

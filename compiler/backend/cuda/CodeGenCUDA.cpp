@@ -617,6 +617,9 @@ std::vector<std::string> verifyCudaModule(const CudaModule& m, const loops::Loop
 CudaModule printCUDA(const loops::LoopProgram& program, const std::string& symbolPrefix) {
   for (const loops::Kernel& k : program.kernels)
     if (!k.gpu) throw std::logic_error("codegen-cuda: kernel " + k.name + " has no GPU mapping (map-gpu did not run)");
+  for (const loops::Buffer& b : program.buffers)
+    if (b.kind == loops::BufferKind::Local)
+      throw std::logic_error("codegen-cuda: local buffer " + b.name + " (the CPU's tiled online softmax) reached the CUDA backend");
   // 32-bit indices when every buffer and loop nest fits (faster address arithmetic), else 64-bit.
   bool wide = false;
   for (const loops::Buffer& b : program.buffers) wide = wide || b.numElements() >= (int64_t{1} << 30);

@@ -51,7 +51,8 @@ class KernelGen {
  private:
   // texc_<k>.body(ptr noalias b0, ..., i64 lo, i64 hi)
   llvm::Function* emitBody() {
-    std::vector<llvm::Type*> params(p_.buffers.size(), llvm::PointerType::getUnqual(ctx_));
+    // One parameter per program tensor; local buffers (after them) live on this call's stack.
+    std::vector<llvm::Type*> params(tensorCount(), llvm::PointerType::getUnqual(ctx_));
     params.push_back(i64_);
     params.push_back(i64_);
     auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx_), params, false);
@@ -59,7 +60,7 @@ class KernelGen {
     f->addFnAttr(llvm::Attribute::NoUnwind);
     if (opts_.preferWideVectors) f->addFnAttr("prefer-vector-width", "512");
     const std::vector<bool> stored = loops::buffersStored(p_, k_);
-    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+    for (size_t i = 0; i < tensorCount(); ++i) {
       llvm::Argument* a = f->getArg(i);
       a->setName(p_.buffers[i].name);
       a->addAttr(llvm::Attribute::NoAlias);
@@ -80,8 +81,8 @@ class KernelGen {
       int input = opts_.memoryPlan->inPlaceInputOf(p_, static_cast<int>(&k_ - p_.kernels.data()));
       if (input >= 0) buffers_[input] = buffers_[k_.outputBuffer];
     }
-    lo_ = f->getArg(p_.buffers.size());
-    hi_ = f->getArg(p_.buffers.size() + 1);
+    lo_ = f->getArg(tensorCount());
+    hi_ = f->getArg(tensorCount() + 1);
     lo_->setName("lo");
     hi_->setName("hi");
 
@@ -89,6 +90,12 @@ class KernelGen {
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     b_.SetInsertPoint(entry);
     for (int a = 0; a < k_.numAccs; ++a) accs_.push_back(b_.CreateAlloca(ft_, nullptr, "acc" + std::to_string(a)));
+    for (size_t i = tensorCount(); i < p_.buffers.size(); ++i) {
+      const loops::Buffer& local = p_.buffers[i];
+      llvm::AllocaInst* a = b_.CreateAlloca(storageType(ctx_, local.dtype), i64(local.numElements()), local.name);
+      a->setAlignment(llvm::Align(64));
+      buffers_.push_back(a);
+    }
     // Scratch lives on the stack of the call, except what would not fit there (im2col's whole
     // patch matrix): that comes from the heap and goes back before the call returns.
     auto* ptr = llvm::PointerType::getUnqual(ctx_);
@@ -124,7 +131,7 @@ class KernelGen {
     if (opts_.preferWideVectors) f->addFnAttr("prefer-vector-width", "512");
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
     std::vector<llvm::Value*> args;
-    for (size_t i = 0; i < p_.buffers.size(); ++i) {
+    for (size_t i = 0; i < tensorCount(); ++i) {
       llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, f->getArg(0), i);
       args.push_back(b_.CreateLoad(ptr, slot, p_.buffers[i].name));
     }
@@ -132,6 +139,13 @@ class KernelGen {
     args.push_back(f->getArg(2));
     b_.CreateCall(body, args);
     b_.CreateRetVoid();
+  }
+
+  // The program's tensors: every buffer before the first local one (LoopIR.h, BufferKind).
+  size_t tensorCount() const {
+    size_t n = 0;
+    while (n < p_.buffers.size() && p_.buffers[n].kind != loops::BufferKind::Local) ++n;
+    return n;
   }
 
   // ---- statements ----------------------------------------------------------------------------
@@ -538,7 +552,8 @@ class KernelGen {
       accs.push_back(entryAlloca(vt, 1, "c" + std::to_string(a)));
       b_.CreateStore(llvm::Constant::getNullValue(vt), accs.back());
     }
-    if (s.k.block > 0) {
+    const bool partialSums = s.k.block > 0 && !s.perWindow;
+    if (partialSums) {
       // The next tile down will start from its C rows: ask for them now, so that they come
       // from L1 then instead of stalling its first FMAs.
       llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::prefetch, {b_.getPtrTy()});
@@ -627,7 +642,7 @@ class KernelGen {
     }
     vars_[s.k.var] = nullptr;
 
-    if (s.k.block > 0) {
+    if (partialSums) {
       // Not the last k block: store the partial sums where the epilogue's store will go.
       auto* save = llvm::BasicBlock::Create(ctx_, "tile.save", fn_);
       auto* last = llvm::BasicBlock::Create(ctx_, "tile.last", fn_);

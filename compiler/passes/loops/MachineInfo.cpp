@@ -21,4 +21,10 @@ MachineInfo machineInfo(const CpuTarget& cpu) {
 
 MachineInfo hostMachineInfo() { return machineInfo(cpuTarget("host")); }
 
+MachineInfo scheduleMachine(const std::string& cpu, int threads) {
+  MachineInfo m = machineInfo(cpuTarget(cpu));
+  if (threads > 0) m.threads = threads;
+  return m;
+}
+
 }  // namespace texc::loops

@@ -3,6 +3,8 @@
 // sees both, fills them in for the tile pass and `texc tune`.
 #pragma once
 
+#include <string>
+
 #include "compiler/loops/Schedule.h"
 #include "compiler/target/CpuTarget.h"
 
@@ -13,5 +15,8 @@ namespace texc::loops {
 // `threads` is the host's core count.
 MachineInfo machineInfo(const CpuTarget& cpu);
 MachineInfo hostMachineInfo();
+// The machine the tiling passes schedule for: machineInfo of `cpu`, with `threads` (--threads)
+// in place of the host's core count when it is set (> 0).
+MachineInfo scheduleMachine(const std::string& cpu, int threads);
 
 }  // namespace texc::loops

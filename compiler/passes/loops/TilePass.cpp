@@ -11,9 +11,7 @@ bool runTile(CompileState& s) {
   // The rule and the micro-kernel are the target CPU's. The pipeline runs this pass on the cpu
   // target with tiling on (Pipeline.cpp); the CUDA backend tiles contractions its own way
   // (through shared memory), from the untiled nest.
-  loops::MachineInfo machine = loops::machineInfo(cpuTarget(s.options.cpu));
-  if (s.options.threads > 0) machine.threads = s.options.threads;
-  return loops::tileContractions(*s.loops, machine, s.options.schedule) > 0;
+  return loops::tileContractions(*s.loops, loops::scheduleMachine(s.options.cpu, s.options.threads), s.options.schedule) > 0;
 }
 
 }  // namespace texc

@@ -139,8 +139,9 @@ TEST_CASE("passes: lists exactly the pipeline that runs, each pass with its cond
 
   // The pipeline switches choose the list.
   std::vector<std::string> untiled = numberedPasses(expectStatus(box, {"passes", "--no-tile", "--cpu", "haswell"}, 0).out);
-  CHECK(untiled.size() + 1 == cpuNames.size());
+  CHECK(untiled.size() + 2 == cpuNames.size());
   CHECK(std::find(untiled.begin(), untiled.end(), "tile") == untiled.end());
+  CHECK(std::find(untiled.begin(), untiled.end(), "tile-online-softmax") == untiled.end());
   std::string unfused = expectStatus(box, {"passes", "--fuse", "none", "--no-plan", "--cpu", "haswell"}, 0).out;
   std::vector<std::string> unfusedNames = numberedPasses(unfused);
   CHECK(std::find(unfusedNames.begin(), unfusedNames.end(), "fuse") == unfusedNames.end());

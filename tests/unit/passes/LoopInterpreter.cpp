@@ -179,7 +179,7 @@ class KernelRun {
         vars_[t.rowVar] = i0 + r;
         vars_[t.colVar] = j0 + c;
         // Partial sums of earlier k blocks are in the element the first epilogue store writes.
-        const Store* first = t.k.block > 0 ? &t.epilogue.at(0).as<Store>() : nullptr;
+        const Store* first = t.k.block > 0 && !t.perWindow ? &t.epilogue.at(0).as<Store>() : nullptr;
         double* partial = first ? &buffers_[first->buffer][offset(first->buffer, first->index)] : nullptr;
         double acc = partial && w.start > 0 ? *partial : 0.0;
         for (int64_t k = w.start; k < w.end; ++k) {

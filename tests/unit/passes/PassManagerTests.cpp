@@ -339,8 +339,8 @@ TEST_CASE("pass manager: the pipeline order and the stages it stops at", "[passe
   CHECK(graph.rfind("parse sema split-ops constant-fold simplify cse dce ", 0) == 0);
   CHECK(graph.size() > 5);
   CHECK(graph.substr(graph.size() - 4) == " dce");
-  CHECK(names(Stage::Loops) == graph + " lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles");
-  CHECK(names(Stage::Plan) == graph + " lower-to-loops tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles plan-memory");
+  CHECK(names(Stage::Loops) == graph + " lower-to-loops tile tile-online-softmax fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles");
+  CHECK(names(Stage::Plan) == graph + " lower-to-loops tile tile-online-softmax fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles plan-memory");
   for (const PassInfo* p : buildPipeline(PipelineOptions{}, Stage::LLVM)) CHECK(findPass(p->name) == p);
   CHECK(findPass("no-such-pass") == nullptr);
 }
@@ -367,7 +367,7 @@ std::string joined(const std::vector<std::string>& names) {
 TEST_CASE("pipeline: the cpu target with the default switches", "[passes][manager][pipeline]") {
   PipelineOptions cpu;
   CHECK(joined(passNames(cpu)) ==
-        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops tile fuse-row-passes sink-unit-loops "
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops tile tile-online-softmax fuse-row-passes sink-unit-loops "
         "split-borders fuse-into-tiles plan-memory codegen-llvm optimize-llvm");
   // No schedule file: schedule-loops has nothing to apply and is not in the pipeline.
   CHECK_FALSE(has(passNames(cpu), "schedule-loops"));
@@ -390,7 +390,7 @@ TEST_CASE("pipeline: the cuda target leaves out the cpu passes and ends in codeg
   cuda.target = Target::Cuda;
   CHECK(joined(passNames(cuda)) ==
         "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
-  for (const char* name : {"tile", "sink-unit-loops", "split-borders", "fuse-into-tiles", "codegen-llvm", "optimize-llvm"}) {
+  for (const char* name : {"tile", "tile-online-softmax", "sink-unit-loops", "split-borders", "fuse-into-tiles", "codegen-llvm", "optimize-llvm"}) {
     INFO(name);
     CHECK(whyNotInPipeline(name, cuda).rfind("--target cuda: ", 0) == 0);
   }
@@ -414,18 +414,19 @@ TEST_CASE("pipeline: --no-tile, --fuse, --no-plan and the schedule file choose t
 
   PipelineOptions noTile;
   noTile.tile = false;
-  CHECK(joined(passNames(noTile)) == without({"tile"}));
+  CHECK(joined(passNames(noTile)) == without({"tile", "tile-online-softmax"}));
   CHECK(whyNotInPipeline("tile", noTile).rfind("--no-tile: ", 0) == 0);
+  CHECK(whyNotInPipeline("tile-online-softmax", noTile).rfind("--no-tile: ", 0) == 0);
 
   PipelineOptions tileOff;
   REQUIRE(loops::parseScheduleText("tile = off\n", tileOff.schedule) == "");
-  CHECK(joined(passNames(tileOff)) == without({"tile"}));
+  CHECK(joined(passNames(tileOff)) == without({"tile", "tile-online-softmax"}));
 
   // A schedule file with `loops` lines: schedule-loops after sink-unit-loops, before split-borders.
   PipelineOptions scheduled;
   REQUIRE(loops::parseScheduleText("mr = 4\nloops Y: split j 4\n", scheduled.schedule) == "");
   std::string withSchedule = joined(passNames(scheduled));
-  CHECK(withSchedule.find("tile fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles") != std::string::npos);
+  CHECK(withSchedule.find("tile tile-online-softmax fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles") != std::string::npos);
   CHECK(whyNotInPipeline("schedule-loops", scheduled) == "");
   // A schedule file without them: tile settings only.
   PipelineOptions tileSettings;
@@ -441,7 +442,7 @@ TEST_CASE("pipeline: --no-tile, --fuse, --no-plan and the schedule file choose t
   // The dce after online-softmax stays.
   std::vector<std::string> unfused = passNames(none);
   CHECK(joined(unfused) ==
-        "parse sema split-ops constant-fold simplify cse dce online-softmax dce lower-to-loops tile sink-unit-loops split-borders plan-memory "
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce lower-to-loops tile tile-online-softmax sink-unit-loops split-borders plan-memory "
         "codegen-llvm optimize-llvm");
   CHECK(std::count(unfused.begin(), unfused.end(), "dce") == 2);
   CHECK(whyNotInPipeline("fuse", none).rfind("--fuse=none: ", 0) == 0);
