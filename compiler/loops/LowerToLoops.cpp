@@ -240,7 +240,9 @@ class Lowering {
   // statement `inner` builds inside them.
   void appendColumns(const std::vector<int>& cols, const std::function<Stmt()>& inner) {
     for (int v : cols) scopes_.push_back(Scope{{v}, {}, {}});
-    scopes_.back().body.push_back(inner());
+    // Built before the scope is named: lowering a reduction in it pushes scopes, which may move them.
+    Stmt stmt = inner();
+    scopes_.back().body.push_back(std::move(stmt));
     for (size_t i = cols.size(); i-- > 0;) {
       Loop loop;
       loop.var = cols[i];

@@ -128,9 +128,8 @@ std::string matchOnePass(const LoopProgram& p, const Kernel& k, OnePass& o) {
   }
   const Block& b = *inner;
   // acc = 0; for d { acc += X * Y }; s' := score; m' := max(m, s'); a; e; l; for c { o = o a + e w }; m := m'
-  const bool weighted = std::any_of(b.begin(), b.end(), [](const Stmt& st) {
-    return st.is<Loop>() && !walk(st.as<Loop>().body, [](const Stmt& x) { return x.is<Store>() ? WalkAction::Stop : WalkAction::Advance; });
-  });
+  // The weighted sum's update stores into the output row; logsumexp stores only after the keys.
+  const bool weighted = !walk(b, [](const Stmt& x) { return x.is<Store>() ? WalkAction::Stop : WalkAction::Advance; });
   if (!weighted) return "logsumexp (no weighted sum to tile)";
   if (b.size() != 9) return "its scores are not one dot product (Q K^T)";
   const auto* init = b[0].getIf<AccInit>();
@@ -165,7 +164,7 @@ std::string matchOnePass(const LoopProgram& p, const Kernel& k, OnePass& o) {
   if (readsOtherAcc(o.score, o.dot)) return "its scores read another reduction";
   const Loop* cLoop = nullptr;
   const Store* rescale = singleStoreLoop(b[7], cLoop);
-  if (!rescale) return "the output has more than one column variable";
+  if (!rescale) return b[7].is<Store>() ? "one weighted sum per row (no column loop for the P V tile)" : "the output has more than one column variable";
   // o = o * a + e * w
   const Expr& v = rescale->value;
   if (v.kind != ExprKind::Binary || v.binaryOp != BinaryOp::Add || v.args[1].kind != ExprKind::Binary || v.args[1].args.size() != 2)

@@ -581,7 +581,14 @@ class Generator {
       if (!t.shape.empty() && t.shape.back().value > 1) rows.push_back(&t);
     if (rows.empty()) return false;
     const TensorDesc x = *rng_.pick(rows);  // copies: tensors_ grows below
-    const Size J = x.shape.back();
+    // Half the time the scores are a dot product of x's rows with the rows of a matrix z
+    // (attention's Q K^T, which the CPU's tile-online-softmax blocks), sometimes causally masked.
+    std::vector<const TensorDesc*> keys;
+    for (const TensorDesc& t : tensors_)
+      if (t.shape.size() == 2 && t.shape[1].value == x.shape.back().value) keys.push_back(&t);
+    std::optional<TensorDesc> z;
+    if (!keys.empty() && rng_.chance(0.5)) z = *rng_.pick(keys);
+    const Size J = z ? z->shape[0] : x.shape.back();
     std::vector<const TensorDesc*> weights;
     for (const TensorDesc& t : tensors_)
       if (!t.shape.empty() && t.shape.size() <= 2 && t.shape[0].value == J.value) weights.push_back(&t);
@@ -591,21 +598,34 @@ class Generator {
     int64_t rowCount = 1;
     for (size_t d = 0; d + 1 < x.shape.size(); ++d) rowCount *= x.shape[d].value;
     if (rowCount * C.value > kMaxElements / 2 || rowCount * C.value * J.value * 2 > kMaxWork) return false;
+    if (z && rowCount * J.value * x.shape.back().value * 3 > kMaxWork) return false;
 
-    std::string binders, rowIndex;
+    std::string binders, rowIndex, lastRowVar;
     std::vector<Size> rowShape;
     for (size_t d = 0; d + 1 < x.shape.size(); ++d) {
       std::string v = fresh("i");
       binders += (d ? ", " : "") + v + " < " + x.shape[d].text;
       rowIndex += v + ", ";
       rowShape.push_back(x.shape[d]);
+      lastRowVar = v;
     }
     const std::string j = fresh("j"), c = fresh("c");
     const std::string m = fresh("t");
-    const std::string xRow = x.name + "[" + rowIndex + j + "]";
+    std::string xRow = x.name + "[" + rowIndex + j + "]";
+    double scoreMag = x.mag;
+    if (z) {
+      const std::string d = fresh("d");
+      const Size D = x.shape.back();
+      xRow = "sum(" + d + " < " + D.text + ": " + x.name + "[" + rowIndex + d + "] * " + z->name + "[" + j + ", " + d + "]) * 0.125";
+      scoreMag = x.mag * z->mag * 0.125 * static_cast<double>(D.value);
+      if (!rowShape.empty() && rng_.chance(0.5)) {
+        // j <= the last row index: row r sees keys 0..r (every row at least key 0).
+        xRow = "select(" + j + " <= " + lastRowVar + ", " + xRow + ", -inf)";
+      }
+    }
     const std::string mRow = rowShape.empty() ? m : m + "[" + rowIndex.substr(0, rowIndex.size() - 2) + "]";
     out_ += m + (rowShape.empty() ? "" : "[" + binders + "]") + " = max(" + j + " < " + J.text + ": " + xRow + ")\n";
-    tensors_.push_back({m, rowShape, false, x.mag});
+    tensors_.push_back({m, rowShape, false, scoreMag});
 
     std::string weight = "(" + j + " - 2 * " + c + ") * 0.125";
     double wmag = 0.125 * static_cast<double>(J.value + 2 * C.value);
