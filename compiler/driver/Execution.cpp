@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <cmath>
 #include <cstdlib>
@@ -157,6 +160,12 @@ std::vector<void*> bindTensors(const Program& p, std::vector<Tensor>& tensors) {
     ptrs[i] = tensors[i].data.data();
   }
   return ptrs;
+}
+
+void releaseFreedMemory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 int64_t residentBytes() {

@@ -68,6 +68,10 @@ std::vector<void*> bindTensors(const Program& p, std::vector<Tensor>& tensors);
 // The resident set size of this process now (Linux /proc/self/statm), or -1 when unknown.
 int64_t residentBytes();
 
+// Gives the heap pages the compiler freed back to the operating system (glibc's malloc_trim;
+// nothing elsewhere), so that they do not stay resident under the tensors of the run.
+void releaseFreedMemory();
+
 // The memory of the computed tensors of a compiled program, run after run. Outputs are tensors
 // of their own (in `tensors`, which must outlive this), allocated once. With a memory plan the
 // intermediates live in one 64-byte-aligned arena, allocated once and reused by every run; without

@@ -115,32 +115,9 @@ int commandRun(const RunOptions& o) {
     }
   }
   const Program& p = *c->state.graph;
+  // The passes' memory is freed by now: give it back before the code generator runs.
+  releaseFreedMemory();
 
-  // Inputs: every one must be given, unless --random fills the rest.
-  std::map<std::string, std::string> given = parseInputs(o.inputs, p);
-  std::vector<Tensor> tensors(p.tensors.size());
-  for (size_t k = 0; k < p.inputs.size(); ++k) {
-    const TensorInfo& t = p.tensors[p.inputs[k]];
-    auto it = given.find(t.name);
-    if (it != given.end()) {
-      try {
-        tensors[p.inputs[k]] = readNpy(it->second);
-      } catch (const NpyError& e) {
-        // readNpy names the file; say which input it was for.
-        throw CommandError{kExitRuntime, fmt::format("input '{}': {}", t.name, e.what())};
-      }
-      try {
-        checkMatches(tensors[p.inputs[k]], elemTypeOf(t.dtype), t.shape, t.name, it->second);
-      } catch (const NpyError& e) {
-        throw CommandError{kExitRuntime, e.what()};
-      }
-    } else if (o.randomSeed) {
-      tensors[p.inputs[k]] = makeTensor(elemTypeOf(t.dtype), t.shape);
-      fillRandom(tensors[p.inputs[k]], *o.randomSeed, k);
-    } else {
-      throw CommandError{kExitUsage, fmt::format("input '{}' is not given: pass --input {}=PATH.npy or --random SEED", t.name, t.name)};
-    }
-  }
   // The output directory is made now, so that an unusable one is reported before the run; if the
   // command fails later, the directories it made are removed again (all or nothing).
   CreatedDirectories createdDirs(o.outputDir);
@@ -165,6 +142,34 @@ int commandRun(const RunOptions& o) {
   }
   double jitMs = jitClock.milliseconds();
   double compileMs = compileClock.milliseconds();
+  releaseFreedMemory();  // and the code generator's, before the tensors take their place
+
+  // Inputs: every one must be given, unless --random fills the rest. They are read after the
+  // code is generated, so that the compiler's peak memory and theirs do not add up.
+  std::map<std::string, std::string> given = parseInputs(o.inputs, p);
+  std::vector<Tensor> tensors(p.tensors.size());
+  for (size_t k = 0; k < p.inputs.size(); ++k) {
+    const TensorInfo& t = p.tensors[p.inputs[k]];
+    auto it = given.find(t.name);
+    if (it != given.end()) {
+      try {
+        tensors[p.inputs[k]] = readNpy(it->second);
+      } catch (const NpyError& e) {
+        // readNpy names the file; say which input it was for.
+        throw CommandError{kExitRuntime, fmt::format("input '{}': {}", t.name, e.what())};
+      }
+      try {
+        checkMatches(tensors[p.inputs[k]], elemTypeOf(t.dtype), t.shape, t.name, it->second);
+      } catch (const NpyError& e) {
+        throw CommandError{kExitRuntime, e.what()};
+      }
+    } else if (o.randomSeed) {
+      tensors[p.inputs[k]] = makeTensor(elemTypeOf(t.dtype), t.shape);
+      fillRandom(tensors[p.inputs[k]], *o.randomSeed, k);
+    } else {
+      throw CommandError{kExitUsage, fmt::format("input '{}' is not given: pass --input {}=PATH.npy or --random SEED", t.name, t.name)};
+    }
+  }
 
   // Run. The intermediates live in the planned arena (allocated once), or with --no-plan in
   // buffers of their own, allocated afresh for every run. The CUDA target keeps its own device
