@@ -9,7 +9,8 @@
 #
 # Rows: fused GELU over 2^26 floats as a fraction of device-to-device copy bandwidth; SGEMM 4096
 # against cuBLAS; conv 3x3 + scale/bias + 2x2 max pool (N=32, C=K=64, 56x56) against cuDNN conv
-# + pool; row softmax 4096x4096 against cuDNN. Targets: GELU >= 90% of copy, SGEMM >= 80% of cuBLAS.
+# + pool; row softmax 4096x4096 against cuDNN; attention N=4096 d=64 (causal and not, online-tile)
+# against texc's materialized program. Targets: GELU >= 90% of copy, SGEMM >= 80% of cuBLAS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -69,6 +70,21 @@ gelu_ms=$(texc_ms gelu bench/cuda/gelu.tex)
 sgemm_ms=$(texc_ms sgemm examples/matmul.tex -D M=4096 -D K=4096 -D N=4096)
 conv_ms=$(texc_ms convpool examples/conv_pool.tex -D N=32 -D C=64 -D K=64 -D H=56 -D W=56)
 softmax_ms=$(texc_ms softmax examples/softmax.tex -D R=4096 -D D=4096)
+# Attention at N = 4096, d = 64, causal and not: the online-tile kernel against the materialized
+# program (--disable-pass=online-softmax: four kernels, the N x N scores stored), each checked
+# against the float64 reference first (--check, one run).
+attention_check() {
+  echo "cuda-bench: texc $1 --check" >&2
+  "$texc" run "${@:2}" --target cuda --random 1 --check --output-dir "$tmp/check-$1" >"$tmp/$1.check" 2>&1 \
+    || die "texc run ${*:2} --target cuda --check failed: $(tail -3 "$tmp/$1.check")"
+}
+attention_check attn examples/attention.tex -D N=4096
+attention_check attnfull bench/workloads/attention_full.tex -D N=4096
+attention_check attnmat examples/attention.tex -D N=4096 --disable-pass=online-softmax
+attn_ms=$(texc_ms attn examples/attention.tex -D N=4096)
+attn_mat_ms=$(texc_ms attnmat examples/attention.tex -D N=4096 --disable-pass=online-softmax)
+attn_full_ms=$(texc_ms attnfull bench/workloads/attention_full.tex -D N=4096)
+attn_full_mat_ms=$(texc_ms attnfullmat bench/workloads/attention_full.tex -D N=4096 --disable-pass=online-softmax)
 
 copy_gbs=$(peer copy_gbs)
 cublas_ms=$(peer sgemm_ms)
@@ -77,7 +93,8 @@ cudnn_softmax_ms=$(peer softmax_ms)
 
 # ---- the table ----------------------------------------------------------------------------------
 awk -v gpu="$gpu_name" -v gelu="$gelu_ms" -v copy="$copy_gbs" -v sg="$sgemm_ms" -v cb="$cublas_ms" \
-    -v cv="$conv_ms" -v cd="$cudnn_conv_ms" -v sm="$softmax_ms" -v cs="$cudnn_softmax_ms" 'BEGIN {
+    -v cv="$conv_ms" -v cd="$cudnn_conv_ms" -v sm="$softmax_ms" -v cs="$cudnn_softmax_ms" \
+    -v at="$attn_ms" -v am="$attn_mat_ms" -v af="$attn_full_ms" -v afm="$attn_full_mat_ms" 'BEGIN {
   n = 2^26; bytes = 2 * 4 * n; flops = 2 * 4096^3
   gelu_gbs = bytes / (gelu * 1e-3) / 1e9
   printf "texc CUDA backend on %s (medians; texc: GPU events around its kernels)\n\n", gpu
@@ -87,5 +104,8 @@ awk -v gpu="$gpu_name" -v gelu="$gelu_ms" -v copy="$copy_gbs" -v sg="$sgemm_ms" 
   printf "| %-34s | %6.2f TF/s | %6.2f TF/s | %8.1f%% | %-7s |\n", "SGEMM 4096 fp32 vs cuBLAS", flops / (sg * 1e-3) / 1e12, flops / (cb * 1e-3) / 1e12, 100 * cb / sg, ">= 80%"
   printf "| %-34s | %9.3f ms | %9.3f ms | %8.1f%% | %-7s |\n", "conv3x3+bias+maxpool vs cuDNN", cv, cd, 100 * cd / cv, "-"
   printf "| %-34s | %9.3f ms | %9.3f ms | %8.1f%% | %-7s |\n", "softmax 4096x4096 vs cuDNN", sm, cs, 100 * cs / sm, "-"
-  printf "\n(texc/peer: texc speed as a fraction of the peer; conv row: cuDNN runs conv + pool without the scale/bias)\n"
+  printf "| %-34s | %9.3f ms | %9.3f ms | %8.1f%% | %-7s |\n", "attention causal 4096 vs materialized", at, am, 100 * am / at, "-"
+  printf "| %-34s | %9.3f ms | %9.3f ms | %8.1f%% | %-7s |\n", "attention 4096 vs materialized", af, afm, 100 * afm / af, "-"
+  printf "\n(texc/peer: texc speed as a fraction of the peer; conv row: cuDNN runs conv + pool without the scale/bias;\n"
+  printf " attention rows: the peer is texc --disable-pass=online-softmax, all three checked against the float64 reference)\n"
 }'

@@ -37,6 +37,7 @@ const char* gpuStrategyName(GpuStrategy s) {
     case GpuStrategy::BlockReduce: return "block-reduce";
     case GpuStrategy::TiledContraction: return "tiled-contract";
     case GpuStrategy::RowBlock: return "row-block";
+    case GpuStrategy::OnlineTile: return "online-tile";
   }
   return "?";
 }
@@ -76,6 +77,8 @@ std::vector<std::string> gpuMappingLines(const LoopProgram& p, const Kernel& k) 
                               m.tile, m.regBlock, m.regBlock, m.kStep, numbers(m.rowOperands, "#"), numbers(m.colOperands, "#"),
                               m.copies.empty() ? "" : "; the same reduction gives " + numbers(m.copies, "acc")));
   }
+  if (m.strategy == GpuStrategy::OnlineTile)
+    out.push_back(fmt::format("{} query rows per block, one per thread; keys in stages of {} through shared memory", m.tile, m.kStep));
   for (const std::string& n : m.notes) out.push_back(n);
   for (const GpuRowSync& s : m.sync) {
     if (!s.barrierBefore.empty()) out.push_back(fmt::format("row statement {}: barrier before ({})", s.stmt + 1, s.barrierBefore));
@@ -112,6 +115,7 @@ std::vector<std::string> verifyGpuMapping(const LoopProgram& p, const Kernel& k)
       case GpuStrategy::TiledContraction:
         ok = g == GpuLoop::Blocks || g == GpuLoop::TileRows || g == GpuLoop::TileCols || g == GpuLoop::Staged;
         break;
+      case GpuStrategy::OnlineTile: ok = g == GpuLoop::Blocks || g == GpuLoop::TileRows || g == GpuLoop::Staged; break;
     }
     if (!ok) fail(fmt::format("a loop marked {} in a {} kernel", gpuLoopName(g), gpuStrategyName(m.strategy)));
   }
@@ -120,6 +124,8 @@ std::vector<std::string> verifyGpuMapping(const LoopProgram& p, const Kernel& k)
     if (b < 0 || b >= static_cast<int>(p.buffers.size())) fail(fmt::format("float4 buffer {} out of range", b));
   if (m.strategy == GpuStrategy::TiledContraction && (m.tile != m.kStep * m.regBlock || m.kStep <= 0 || m.rowOperands.empty() || m.colOperands.empty()))
     fail("a tiled contraction without a consistent tile, register block, k-step and staged operands");
+  if (m.strategy == GpuStrategy::OnlineTile && (m.tile != m.threads || m.kStep <= 0))
+    fail("an online-tile kernel whose rows per block are not its threads, or without a key stage");
   if ((!m.sync.empty() || !m.rowEndBarrier.empty()) && m.strategy != GpuStrategy::RowBlock) fail("combines or barriers outside a row-block kernel");
   for (const GpuRowSync& s : m.sync) {
     if (s.accs.size() != s.kinds.size()) fail("a combine whose accumulators and reduce kinds differ in number");

@@ -239,7 +239,7 @@ struct Buffer {
 
 // How a kernel runs on a GPU (docs/cuda.md, "Mapping rules"; docs/ir.md, "GPU mapping"): chosen
 // by map-gpu, its cross-thread combines and barriers placed by sync-gpu-threads.
-enum class GpuStrategy : uint8_t { GridStride, BlockReduce, TiledContraction, RowBlock };
+enum class GpuStrategy : uint8_t { GridStride, BlockReduce, TiledContraction, RowBlock, OnlineTile };
 const char* gpuStrategyName(GpuStrategy s);
 
 // What a row-block kernel's threads do around statement `stmt` of its row body (the body of the
@@ -280,6 +280,8 @@ struct GpuMapping {
   std::vector<int> rowOperands;
   std::vector<int> colOperands;
   std::vector<int> copies;
+  // online-tile: `tile` query rows per block (one per thread), the keys in stages of `kStep`
+  // through shared memory (docs/cuda.md, "Online softmax").
   // row-block: the most accumulators one combine holds (the shared partials' rows); the phases'
   // combines and barriers (sync-gpu-threads; `synced` once it ran), and the barrier that ends a
   // row, with its reason (empty: none).

@@ -130,6 +130,7 @@ class KernelGen {
       case GpuStrategy::TiledContraction: tiledContraction(*inner, body); break;
       case GpuStrategy::BlockReduce: blockReduce(*inner, body); break;
       case GpuStrategy::RowBlock: rowBlock(*inner, body); break;
+      case GpuStrategy::OnlineTile: onlineTile(*inner, body); break;
       case GpuStrategy::GridStride: m_.float4 ? vectorized(*inner, body) : gridStride(*inner, body); break;
     }
 
@@ -372,6 +373,81 @@ class KernelGen {
     out += declareAccs(2);
     for (const Stmt& s : inner) stmt(s, 2, out);
     out += "  }\n";
+  }
+
+  // ---- online-tile ---------------------------------------------------------------------------------
+  // An online-softmax kernel (docs/cuda.md, "Online softmax"): one query row per thread, `tile`
+  // rows per block; the block walks the keys in stages of kStep, every thread of the block first
+  // copying its share of the stage's K and V rows (the staged loads) into shared memory, then each
+  // thread running the one-pass recurrence over the stage's keys for its row, its running max and
+  // sum in registers. Rows past the last take part in the staging (and the barriers) only.
+  void onlineTile(const Block& inner, std::string& out) const {
+    std::optional<gpu::OnlineTileMatch> t = gpu::matchOnlineTile(p_, k_, gpu::kernelShape(k_));
+    if (!t) throw std::logic_error("codegen-cuda: online-tile kernel " + k_.name + " does not have the online-softmax shape");
+    const int rowsPerBlock = m_.tile, stage = m_.kStep;
+    const Loop& rows = *lhs_.back();
+    const Loop& keys = *t->keys;
+    const std::string& ni = varNames_[rows.var];
+    const std::string& nj = varNames_[keys.var];
+    std::vector<const Loop*> outer(lhs_.begin(), lhs_.end() - 1);
+    LoadMap staged;
+    for (size_t slot = 0; slot < t->slotExtents.size(); ++slot)
+      out += fmt::format("  __shared__ {} stage{}[{}];  // {}: {} keys x {}\n", t_, slot, stage * t->slotExtents[slot],
+                         p_.buffers[t->staged[t->slotFirst[slot]].load->buffer].name, stage, t->slotExtents[slot]);
+    for (const gpu::StagedLoad& sl : t->staged)
+      staged[sl.load] = fmt::format("stage{}[jj * {} + {}]", sl.slot, t->slotExtents[sl.slot], varNames_[sl.var]);
+    out += fmt::format("  for ({} blk = blockIdx.x; blk < {}; blk += gridDim.x) {{\n", idx_, m_.work);
+    out += fmt::format("    const {} row0 = (blk % {}) * {};\n", idx_, t->tiles, rowsPerBlock);
+    out += fmt::format("    const {} {} = row0 + threadIdx.x;\n", idx_, ni);
+    if (!outer.empty()) bind(outer, fmt::format("(blk / {})", t->tiles), 2, out);
+    out += fmt::format("    const bool active = {} < {};\n", ni, rows.extent);
+    out += declareAccs(2);
+    out += "    if (active) {\n";
+    for (size_t n = 0; n < t->keyStmt; ++n) stmt(inner[n], 3, out);
+    out += "    }\n";
+    out += fmt::format("    for ({} j0 = 0; j0 < {}; j0 += {}) {{\n", idx_, keys.extent, stage);
+    out += stageSkip(keys, rows.var, rowsPerBlock, stage);
+    out += "      __syncthreads();  // every thread is done with the previous stage\n";
+    for (size_t slot = 0; slot < t->slotExtents.size(); ++slot) {
+      const gpu::StagedLoad& first = t->staged[t->slotFirst[slot]];
+      const int64_t width = t->slotExtents[slot];
+      out += fmt::format("      for (int e = threadIdx.x; e < {}; e += {}) {{\n", stage * width, rowsPerBlock);
+      out += fmt::format("        const {} {} = j0 + e / {}, {} = e % {};\n", idx_, nj, width, varNames_[first.var], width);
+      out += fmt::format("        stage{}[e] = {} < {} ? {} : {};\n      }}\n", slot, nj, keys.extent, load(*first.load), literal(0));
+    }
+    out += "      __syncthreads();\n";
+    out += "      if (active) {\n";
+    out += fmt::format("        const int keysHere = {0} - j0 < {1} ? (int)({0} - j0) : {1};\n", keys.extent, stage);
+    out += "        for (int jj = 0; jj < keysHere; ++jj) {\n";
+    out += fmt::format("          const {} {} = j0 + jj;\n", idx_, nj);
+    for (const Stmt& b : keys.body) stmt(b, 5, out, staged);
+    out += "        }\n      }\n    }\n";
+    out += "    if (active) {\n";
+    for (size_t n = t->keyStmt + 1; n < inner.size(); ++n) stmt(inner[n], 3, out);
+    out += "    }\n  }\n";
+  }
+
+  // A stage of keys that the mask (the key loop's guard: affine comparisons) excludes for every row
+  // of the block is skipped, by all threads alike: for each comparison 0 <= e(i, j) < E, e's
+  // largest value over the block's rows and the stage's keys (at the corner its coefficients'
+  // signs pick) must be >= 0 and its smallest < E (the CPU's tile-online-softmax does the same).
+  std::string stageSkip(const Loop& keys, int rowVar, int rowsPerBlock, int stage) const {
+    if (keys.body.size() != 1 || !keys.body[0].is<Guard>()) return "";
+    const int j = keys.var;
+    std::string live;
+    for (const GuardCond& c : keys.body[0].as<Guard>().conds) {
+      AffineForm f = affineForm(c.index);
+      if (f.overflow || f.varInAtom(rowVar) || f.varInAtom(j)) continue;
+      const int64_t a = f.coeffOf(rowVar), b = f.coeffOf(j);
+      auto corner = [&](bool largest) {
+        return fmt::format("const {0} {1} = row0 + {2}, {3} = j0 + {4};", idx_, varNames_[rowVar], (a > 0) == largest ? rowsPerBlock - 1 : 0,
+                           varNames_[j], (b > 0) == largest ? stage - 1 : 0);
+      };
+      live += fmt::format("      {{ {} live = live && {} >= 0; }}\n", corner(true), index(c.index));
+      live += fmt::format("      {{ {} live = live && {} < {}; }}\n", corner(false), index(c.index), c.extent);
+    }
+    if (live.empty()) return "";
+    return "      bool live = true;\n" + live + "      if (!live) continue;  // the mask excludes this stage for every row of the block\n";
   }
 
   // ---- block-reduce ------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "compiler/loops/Contraction.h"
@@ -274,6 +275,101 @@ bool rowPrivate(const LoopProgram& p, const KernelShape& shape) {
       if (dims.empty()) return false;
     }
   return true;
+}
+
+namespace {
+
+// Whether `load` reads `var` in one of its indices.
+bool reads(const Expr& load, int var) {
+  for (const IndexExpr& ix : load.index)
+    if (usesVar(ix, var)) return true;
+  return false;
+}
+
+// The variables `load` reads.
+std::set<int> varsRead(const Expr& load) {
+  std::set<int> vars;
+  for (const IndexExpr& ix : load.index) {
+    std::function<void(const IndexExpr&)> visit = [&](const IndexExpr& e) {
+      if (e.kind == IndexExpr::Kind::Var) vars.insert(e.var);
+      for (const IndexExpr& o : e.ops) visit(o);
+    };
+    visit(ix);
+  }
+  return vars;
+}
+
+}  // namespace
+
+std::optional<OnlineTileMatch> matchOnlineTile(const LoopProgram& p, const Kernel& k, const KernelShape& shape) {
+  if (shape.lhs.empty()) return std::nullopt;
+  const Block& inner = *shape.inner;
+  OnlineTileMatch m;
+  for (size_t n = 0; n < inner.size(); ++n) {
+    const Loop* l = inner[n].getIf<Loop>();
+    if (!l || !touches(l->body).setsAccs) continue;
+    if (m.keys) return std::nullopt;  // one pass over the keys per row
+    m.keys = l;
+    m.keyStmt = n;
+  }
+  if (!m.keys) return std::nullopt;
+  const int i = shape.lhs.back()->var, j = m.keys->var;
+  std::set<int> outer;
+  for (size_t d = 0; d + 1 < shape.lhs.size(); ++d) outer.insert(shape.lhs[d]->var);
+  const Block* body = &m.keys->body;
+  if (body->size() == 1 && (*body)[0].is<Guard>()) body = &(*body)[0].as<Guard>().body;  // the mask
+  std::map<int, int64_t> extents;
+  for (const Stmt& st : *body) {
+    const Loop* v = st.getIf<Loop>();
+    if (!v) continue;
+    extents[v->var] = v->extent;
+    // Loads under the loop over v and no guard (a guarded load may fall outside its tensor).
+    std::function<void(const Block&)> visit = [&](const Block& b) {
+      for (const Stmt& x : b) {
+        if (x.is<Guard>()) continue;
+        if (const Loop* l = x.getIf<Loop>()) {
+          visit(l->body);
+          continue;
+        }
+        const Expr* value = valueOf(x);
+        if (!value) continue;
+        forEachLoad(*value, [&](const Expr& e) {
+          if (!reads(e, j) || reads(e, i) || !reads(e, v->var)) return;
+          for (int var : varsRead(e))
+            if (var != j && var != v->var && !outer.count(var)) return;
+          StagedLoad sl{&e, v->var, -1};
+          for (size_t q = 0; q < m.staged.size() && sl.slot < 0; ++q)
+            if (m.staged[q].load->buffer == e.buffer && m.staged[q].var == v->var && equal(m.staged[q].load->index, e.index))
+              sl.slot = m.staged[q].slot;
+          if (sl.slot < 0) {
+            sl.slot = static_cast<int>(m.slotExtents.size());
+            m.slotExtents.push_back(v->extent);
+          }
+          m.staged.push_back(sl);
+        });
+      }
+    };
+    visit(v->body);
+  }
+  if (m.staged.empty()) return std::nullopt;
+  for (size_t slot = 0; slot < m.slotExtents.size(); ++slot)
+    for (size_t q = 0; q < m.staged.size(); ++q)
+      if (m.staged[q].slot == static_cast<int>(slot)) {
+        m.slotFirst.push_back(q);
+        break;
+      }
+  // The stages fit 48 KB of shared memory: 32 keys, or fewer for wide rows.
+  int64_t floatsPerKey = 0;
+  for (int64_t e : m.slotExtents) floatsPerKey += e;
+  const int64_t bytes = k.computeType == DType::F64 ? 8 : 4;
+  while (m.keysPerStage > 4 && m.keysPerStage * floatsPerKey * bytes > 48 * 1024) m.keysPerStage /= 2;
+  if (m.keysPerStage * floatsPerKey * bytes > 48 * 1024) return std::nullopt;
+  const int64_t rows = shape.lhs.back()->extent;
+  m.rowsPerBlock = rows >= 64 ? 64 : 32;
+  m.tiles = (rows + m.rowsPerBlock - 1) / m.rowsPerBlock;
+  m.work = shape.outputs / rows * m.tiles;
+  (void)p;
+  return m;
 }
 
 }  // namespace texc::loops::gpu

@@ -20,6 +20,7 @@ struct GpuMapOptions {
   bool blockReductions = true;    // block-reduce where it fits (else grid-stride); false also disables row-block
   bool rowBlocks = true;          // row-block where it fits (else grid-stride)
   bool tiledContractions = true;  // tiled-contract where it fits (else grid-stride)
+  bool onlineTiles = true;        // online-tile for online-softmax kernels where it fits (else grid-stride)
 };
 
 // A kernel's left-hand nest (the perfect nest from its single top statement, its outputs) and its
@@ -48,6 +49,31 @@ struct TiledMatch {
   int64_t tilesI = 0, tilesJ = 0, tiles = 0;
 };
 std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
+
+// online-tile: an online-softmax kernel as lowered (LowerToLoops.cpp, runOnline): in its row body
+// one loop over the keys j whose body sets accumulators (the running max and sum). Each thread
+// of a block takes one query row (the innermost left-hand loop i); the block walks the keys in
+// stages, and the loads that every row of the block reads alike are staged in shared memory:
+// a load of the key body, not under a guard of its own, that reads j and one variable v of a
+// loop inside the key body (the dot product's d, the weighted update's c), otherwise only the
+// outer left-hand loops (batch, heads) and not i: K[.., j, d], V[.., j, c].
+struct StagedLoad {
+  const Expr* load = nullptr;
+  int var = -1;  // v
+  int slot = 0;  // its shared array (equal loads share one)
+};
+struct OnlineTileMatch {
+  size_t keyStmt = 0;                // the key loop's place in the row body
+  const Loop* keys = nullptr;
+  int rowsPerBlock = 64;             // threads: one query row each
+  int keysPerStage = 32;
+  std::vector<StagedLoad> staged;
+  std::vector<int64_t> slotExtents;  // per shared array: v's extent (it holds keysPerStage of them per key)
+  std::vector<size_t> slotFirst;     // per shared array: the staged load (index) that fills it
+  int64_t tiles = 0;                 // query tiles per batch row
+  int64_t work = 0;                  // blocks' worth of work: batch rows x tiles
+};
+std::optional<OnlineTileMatch> matchOnlineTile(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
 
 // block-reduce: inner = [acc = identity, reduction nest, store f(acc)] with enough terms (at least
 // 256, or 32 with at most 16384 outputs). Returns the number of terms.

@@ -86,6 +86,31 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
       for (const Loop* l : outer) names += (names.empty() ? "" : ", ") + k.varNames[l->var];
       m.notes.push_back(fmt::format("{} → tile / {}, tile = blockIdx.x, grid-stride over {} tiles", names, t->tilesI * t->tilesJ, t->tiles));
     }
+  } else if (std::optional<OnlineTileMatch> t = o.onlineTiles ? matchOnlineTile(p, k, shape) : std::nullopt) {
+    m.strategy = GpuStrategy::OnlineTile;
+    m.threads = t->rowsPerBlock;
+    m.tile = t->rowsPerBlock;
+    m.kStep = t->keysPerStage;
+    m.work = t->work;
+    m.blocks = std::max<int64_t>(1, std::min<int64_t>(t->work, o.maxBlocks));
+    const Loop& rows = *shape.lhs.back();
+    std::vector<const Loop*> outer(shape.lhs.begin(), shape.lhs.end() - 1);
+    mark(outer, GpuLoop::Blocks);
+    mark({&rows}, GpuLoop::TileRows);
+    mark({t->keys}, GpuLoop::Staged);
+    m.notes.push_back(fmt::format("{} → tile * {} + threadIdx.x (tile: the query tile of blockIdx.x, {} per batch row)", k.varNames[rows.var],
+                                  t->rowsPerBlock, t->tiles));
+    if (!outer.empty()) {
+      std::string names;
+      for (const Loop* l : outer) names += (names.empty() ? "" : ", ") + k.varNames[l->var];
+      m.notes.push_back(fmt::format("{} → blockIdx.x / {}, grid-stride over {} blocks' work", names, t->tiles, t->work));
+    }
+    std::string staged;
+    for (size_t slot = 0; slot < t->slotExtents.size(); ++slot)
+      staged += fmt::format("{}{} ({} x {})", slot ? ", " : "", p.buffers[t->staged[t->slotFirst[slot]].load->buffer].name, t->keysPerStage,
+                            t->slotExtents[slot]);
+    m.notes.push_back(fmt::format("{} → j0 + jj, j0 in stages of {} keys; staged in shared memory: {}; the running max and sum in registers",
+                                  k.varNames[t->keys->var], t->keysPerStage, staged));
   } else if (std::optional<int64_t> terms = o.blockReductions ? matchBlockReduce(shape) : std::nullopt) {
     m.strategy = GpuStrategy::BlockReduce;
     m.threads = b;

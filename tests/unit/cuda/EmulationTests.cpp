@@ -105,10 +105,11 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
   CHECK(strategies[CudaStrategy::BlockReduce] > 0);
   CHECK(strategies[CudaStrategy::TiledContraction] > 0);
   CHECK(strategies[CudaStrategy::RowBlock] > 0);
+  CHECK(strategies[CudaStrategy::OnlineTile] > 0);  // attention, its batched and cross forms, online weighted sums
   CHECK(float4Programs > 0);  // the vectorised elementwise kernels
-  WARN(fmt::format("{} programs: {} grid-stride kernels (float4 ones in {} programs), {} block-reduce, {} tiled, {} row-block",
+  WARN(fmt::format("{} programs: {} grid-stride kernels (float4 ones in {} programs), {} block-reduce, {} tiled, {} row-block, {} online-tile",
                    cases.size(), strategies[CudaStrategy::GridStride], float4Programs, strategies[CudaStrategy::BlockReduce],
-                   strategies[CudaStrategy::TiledContraction], strategies[CudaStrategy::RowBlock]));
+                   strategies[CudaStrategy::TiledContraction], strategies[CudaStrategy::RowBlock], strategies[CudaStrategy::OnlineTile]));
 
   fs::path src = dir / "kernels.cpp";
   fs::path lib = dir / "kernels.so";

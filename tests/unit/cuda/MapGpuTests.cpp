@@ -44,6 +44,31 @@ TEST_CASE("map-gpu: an elementwise kernel is grid-stride with float4, its loops 
   CHECK(ck.mapping == k.gpu->notes);
 }
 
+TEST_CASE("map-gpu: attention's online softmax is online-tile: a query row per thread, K and V staged", "[cuda][map-gpu]") {
+  std::unique_ptr<Compilation> c = compiled("attention.tex", {"N=4096"});
+  REQUIRE(c->state.loops->kernels.size() == 1);
+  const loops::Kernel& k = c->state.loops->kernels[0];
+  REQUIRE(k.gpu);
+  CHECK(k.gpu->strategy == loops::GpuStrategy::OnlineTile);
+  std::string text = loops::printLoopProgram(*c->state.loops);
+  INFO(text);
+  CHECK(has(text, "  # gpu: online-tile, launch <<<64, 64>>>\n"));
+  CHECK(has(text, "  # gpu: 64 query rows per block, one per thread; keys in stages of 32 through shared memory\n"));
+  CHECK(has(text, "staged in shared memory: K (32 x 64), V (32 x 64); the running max and sum in registers\n"));
+  CHECK(has(text, "for i < 4096 parallel tile-rows\n"));
+  CHECK(has(text, "for j < 4096 staged\n"));
+  // The CUDA C: the stages in shared memory, two barriers per stage, the causal mask's stage skip.
+  const std::string& src = c->state.cuda->source;
+  CHECK(has(src, "__shared__ float stage0[2048];  // K: 32 keys x 64\n"));
+  CHECK(has(src, "__shared__ float stage1[2048];  // V: 32 keys x 64\n"));
+  CHECK(has(src, "if (!live) continue;  // the mask excludes this stage for every row of the block\n"));
+  CHECK(has(src, "stage0[jj * 64 + d_]"));
+  CHECK(has(src, "stage1[jj * 64 + d_]"));
+  const CudaKernel& ck = c->state.cuda->kernels[0];
+  CHECK(ck.blocks == 64);
+  CHECK(ck.threads == 64);
+}
+
 TEST_CASE("map-gpu: a fused softmax is row-block, and sync-gpu-threads places its combines", "[cuda][map-gpu]") {
   std::unique_ptr<Compilation> c = compiled("softmax.tex", {"R=4096", "D=4096"});
   const loops::Kernel& k = c->state.loops->kernels[0];
