@@ -433,6 +433,19 @@ def fmt_ms(r):
 # Report
 # --------------------------------------------------------------------------------------------
 
+def texc_target():
+    """What texc generates code for in this run (`texc passes`' first line: the CPU --cpu host
+    resolves to, its vector width and registers, its caches), so every figure names it."""
+    try:
+        p = subprocess.run([TEXC_SNAPSHOT, "passes"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "(unknown: texc passes did not run)"
+    for line in p.stdout.splitlines():
+        if line.startswith("# cpu "):
+            return line[2:]
+    return "(unknown: texc passes printed no cpu line)"
+
+
 def markdown(rows, wls, meta):
     lim, rel = meta["limits"], meta["reliability"]
     lines = ["# texc benchmark: %s" % meta["date"], "",
@@ -441,6 +454,7 @@ def markdown(rows, wls, meta):
              % (meta["cpu"]["model"], meta["cpu"]["cores"], yes(meta["cpu"]["avx2"]), yes(meta["cpu"]["fma"]),
                 yes(meta["cpu"]["avx512f"]), meta["load_start"], meta["load_end"], meta["mode"], meta["repeat"],
                 meta["openblas_coretype"] or "(library default)"), "",
+             "texc's code: %s." % meta.get("texc_cpu", "(unknown)"), "",
              "## Machine limits (measured by this run: best of 7 after a warm-up, with min-median)", "",
              "Fractions in the tables are of the best figure, at the same thread count.", "",
              "| figure | 1 thread | 2 threads |", "| --- | --- | --- |"]
@@ -535,7 +549,7 @@ def main():
         log("%s" % wl["name"])
         rows += run_workload(wl, args, limits, rel, builds, coretype)
     meta = dict(date=datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), cpu=cpu, mode="quick" if args.quick else "full",
-                repeat=args.repeat, openblas_coretype=coretype, limits=limits, reliability=rel,
+                repeat=args.repeat, openblas_coretype=coretype, limits=limits, reliability=rel, texc_cpu=texc_target(),
                 load_start="%.1f" % load_start, load_end="%.1f" % os.getloadavg()[0],
                 wall_s=round(time.time() - started, 1))
     md = markdown(rows, wls, meta)
