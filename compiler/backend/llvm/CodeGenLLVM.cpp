@@ -141,6 +141,17 @@ class KernelGen {
     b_.CreateRetVoid();
   }
 
+  // Whether `e` reads accumulators and constants only (no element, no loop variable), and at
+  // least one accumulator.
+  static bool rowStatistic(const Expr& e) {
+    bool acc = false, other = false;
+    forEachExprNode(e, [&](const Expr& n) {
+      acc = acc || n.kind == ExprKind::AccRead;
+      other = other || n.kind == ExprKind::Load || n.kind == ExprKind::VarValue;
+    });
+    return acc && !other;
+  }
+
   // The program's tensors: every buffer before the first local one (LoopIR.h, BufferKind).
   size_t tensorCount() const {
     size_t n = 0;
@@ -889,7 +900,15 @@ class KernelGen {
           case BinaryOp::Add: return b_.CreateFAdd(a, c);
           case BinaryOp::Sub: return b_.CreateFSub(a, c);
           case BinaryOp::Mul: return b_.CreateFMul(a, c);
-          case BinaryOp::Div: return b_.CreateFDiv(a, c);
+          case BinaryOp::Div: {
+            llvm::Value* q = b_.CreateFDiv(a, c);
+            // A division by a row statistic (made of accumulators and constants only: softmax's
+            // sum, layer norm's sqrt(var + eps)) may become a multiplication by its reciprocal,
+            // which LICM then computes once per row: one more rounding, within the error bound.
+            if (rowStatistic(e.args[1]))
+              if (auto* inst = llvm::dyn_cast<llvm::Instruction>(q)) inst->setHasAllowReciprocal(true);
+            return q;
+          }
           case BinaryOp::Lt: return b_.CreateFCmpOLT(a, c);
           case BinaryOp::Le: return b_.CreateFCmpOLE(a, c);
           case BinaryOp::Gt: return b_.CreateFCmpOGT(a, c);
