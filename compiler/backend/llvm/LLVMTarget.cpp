@@ -10,6 +10,7 @@
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/CodeGen.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -73,6 +74,14 @@ void initLLVM() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     llvm::InitializeNativeTargetAsmParser();
+    // LLVM 19's SLP vectorizer can turn a chain of llvm.minimum/maximum calls (a fully unrolled
+    // min or max reduction) into a vector.reduce.fminimum whose result feeds an instruction
+    // through a dangling operand: the module is then invalid and the JIT's code generator
+    // crashes (found by the random program generator; `opt-19 -O3` alone reproduces it). Its
+    // horizontal reductions are turned off; the loop vectorizer still widens every reduction loop.
+    llvm::StringMap<llvm::cl::Option*>& options = llvm::cl::getRegisteredOptions();
+    if (auto it = options.find("slp-vectorize-hor"); it != options.end())
+      static_cast<llvm::cl::opt<bool>*>(it->second)->setValue(false);
   });
 }
 
@@ -135,6 +144,10 @@ void optimizeModule(llvm::Module& M, llvm::TargetMachine& TM, int optLevel) {
     default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
   }
   mpm.run(M, mam);
+  // An invalid module out of LLVM's own pipeline would crash the code generator: say so instead.
+  if (llvm::verifyModule(M, &problemStream))
+    throw std::runtime_error("texc: internal error: LLVM's optimisation pipeline produced an invalid module (an LLVM bug; -O0 avoids it):\n" +
+                             problemStream.str());
 }
 
 std::string emitAssembly(llvm::Module& M, llvm::TargetMachine& TM) {
