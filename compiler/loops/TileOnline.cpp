@@ -7,6 +7,7 @@
 
 #include "compiler/loops/Build.h"
 #include "compiler/loops/Contraction.h"
+#include "compiler/loops/MaskBounds.h"
 #include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/Substitute.h"
 #include "compiler/loops/Walk.h"
@@ -229,21 +230,21 @@ OnlineSchedule chooseSchedule(const MachineInfo& m, const OnePass& o, const Sche
 std::vector<GuardCond> liveTile(const OnePass& o, const OnlineSchedule& s, int qb, int kt) {
   std::vector<GuardCond> conds;
   for (const GuardCond& c : o.mask) {
-    AffineForm f = affineForm(c.index);
-    if (f.overflow || f.varInAtom(o.i) || f.varInAtom(o.j)) continue;
-    const int64_t a = f.coeffOf(o.i), b = f.coeffOf(o.j);
-    auto at = [&](bool largest) {
-      // first + offset, or the first alone.
-      auto corner = [](int64_t size, int v, int64_t offset) {
+    std::optional<MaskCorners> m = maskCorners(c, o.i, o.j, s.mq, s.nc);
+    if (!m) continue;
+    // e at the corner (qb mq + row, kt nc + key); a bare qb mq where the offset is 0.
+    auto at = [&](int64_t row, int64_t key) {
+      auto first = [](int64_t size, int v, int64_t offset) {
         return offset == 0 ? affineIndex(size, v, 0) : plus(affineIndex(size, v, 0), IndexExpr::makeConst(offset));
       };
       IndexExpr e = c.index;
-      substitute(e, o.i, corner(s.mq, qb, (a > 0) == largest ? s.mq - 1 : 0));
-      substitute(e, o.j, corner(s.nc, kt, (b > 0) == largest ? s.nc - 1 : 0));
+      substitute(e, o.i, first(s.mq, qb, row));
+      substitute(e, o.j, first(s.nc, kt, key));
       return e;
     };
-    conds.push_back({at(true), kNoUpperBound});
-    if (c.extent != kNoUpperBound) conds.push_back({minus(IndexExpr::makeConst(c.extent - 1), at(false)), kNoUpperBound});
+    conds.push_back({at(m->rowOfLargest, m->keyOfLargest), kNoUpperBound});
+    if (c.extent != kNoUpperBound)
+      conds.push_back({minus(IndexExpr::makeConst(c.extent - 1), at(m->rowOfSmallest, m->keyOfSmallest)), kNoUpperBound});
   }
   return conds;
 }

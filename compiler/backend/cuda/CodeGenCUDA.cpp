@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "compiler/loops/MaskBounds.h"
 #include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/Walk.h"
 #include "compiler/loops/gpu/GpuLegality.h"
@@ -429,22 +430,20 @@ class KernelGen {
 
   // A stage of keys that the mask (the key loop's guard: affine comparisons) excludes for every row
   // of the block is skipped, by all threads alike: for each comparison 0 <= e(i, j) < E, e's
-  // largest value over the block's rows and the stage's keys (at the corner its coefficients'
-  // signs pick) must be >= 0 and its smallest < E (the CPU's tile-online-softmax does the same).
+  // largest value over the block's rows and the stage's keys must be >= 0 and its smallest < E
+  // (MaskBounds.h, as the CPU's tile-online-softmax does for its key tiles).
   std::string stageSkip(const Loop& keys, int rowVar, int rowsPerBlock, int stage) const {
     if (keys.body.size() != 1 || !keys.body[0].is<Guard>()) return "";
     const int j = keys.var;
     std::string live;
     for (const GuardCond& c : keys.body[0].as<Guard>().conds) {
-      AffineForm f = affineForm(c.index);
-      if (f.overflow || f.varInAtom(rowVar) || f.varInAtom(j)) continue;
-      const int64_t a = f.coeffOf(rowVar), b = f.coeffOf(j);
-      auto corner = [&](bool largest) {
-        return fmt::format("const {0} {1} = row0 + {2}, {3} = j0 + {4};", idx_, varNames_[rowVar], (a > 0) == largest ? rowsPerBlock - 1 : 0,
-                           varNames_[j], (b > 0) == largest ? stage - 1 : 0);
+      std::optional<MaskCorners> m = maskCorners(c, rowVar, j, rowsPerBlock, stage);
+      if (!m) continue;
+      auto corner = [&](int64_t row, int64_t key) {
+        return fmt::format("const {0} {1} = row0 + {2}, {3} = j0 + {4};", idx_, varNames_[rowVar], row, varNames_[j], key);
       };
-      live += fmt::format("      {{ {} live = live && {} >= 0; }}\n", corner(true), index(c.index));
-      live += fmt::format("      {{ {} live = live && {} < {}; }}\n", corner(false), index(c.index), c.extent);
+      live += fmt::format("      {{ {} live = live && {} >= 0; }}\n", corner(m->rowOfLargest, m->keyOfLargest), index(c.index));
+      live += fmt::format("      {{ {} live = live && {} < {}; }}\n", corner(m->rowOfSmallest, m->keyOfSmallest), index(c.index), c.extent);
     }
     if (live.empty()) return "";
     return "      bool live = true;\n" + live + "      if (!live) continue;  // the mask excludes this stage for every row of the block\n";
