@@ -17,6 +17,7 @@ CompileRequest ProgramOptions::request(Stage until) const {
   if (fuse == "none") r.options.fuse = FuseMode::None;
   else if (fuse == "elementwise") r.options.fuse = FuseMode::Elementwise;
   else r.options.fuse = FuseMode::All;
+  r.options.math = parseMathMode(math).value_or(MathMode::Precise);
   r.options.planMemory = !noPlan;
   r.options.tile = !noTile;
   r.options.disabledPasses.insert(disablePasses.begin(), disablePasses.end());

@@ -33,6 +33,10 @@ void addPipelineSwitches(CLI::App* cmd, ProgramOptions& o) {
   cmd->add_option("--disable-pass", o.disablePasses, "leave these passes out of the pipeline (`texc passes` lists them)")
       ->delimiter(',')
       ->type_name("PASS,...");
+  cmd->add_option("--math", o.math,
+                  "elementary functions: precise (within 2 ulp) or fast (cheaper, errors in docs/vector-math.md)")
+      ->check(CLI::IsMember({"precise", "fast"}))
+      ->capture_default_str();
   cmd->add_option("--cpu", o.pipeline.cpu,
                   "the CPU to generate code for: host, or an LLVM CPU name (haswell, skylake-avx512, znver3, ...)")
       ->capture_default_str();

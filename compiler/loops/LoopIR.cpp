@@ -2,9 +2,23 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "compiler/loops/Walk.h"
 
 namespace texc::loops {
+
+int addLocalBuffer(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype) {
+  Buffer b;
+  b.name = name;
+  for (int n = 2; std::any_of(p.buffers.begin(), p.buffers.end(), [&](const Buffer& x) { return x.name == b.name; }); ++n)
+    b.name = fmt::format("{}{}", name, n);
+  b.dtype = dtype;
+  b.shape = std::move(shape);
+  b.kind = BufferKind::Local;
+  p.buffers.push_back(std::move(b));
+  return static_cast<int>(p.buffers.size()) - 1;
+}
 
 std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k) {
   std::vector<bool> out(p.buffers.size(), false);

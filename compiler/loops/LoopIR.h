@@ -94,6 +94,9 @@ struct Store {
   int buffer = -1;
   std::vector<IndexExpr> index;
   Expr value;
+  // A non-temporal store, around the caches (stream-stores, loops/StreamStores.h): the CPU
+  // backend marks it !nontemporal and ends the kernel with a store fence.
+  bool streaming = false;
 };
 
 // acc = the identity of `reduce`.
@@ -307,6 +310,7 @@ struct Kernel {
   // counts. Each call of the kernel has its own.
   std::vector<int64_t> scratchSizes;
   std::string schedule;  // why the tile pass chose its tile sizes (printed as a comment)
+  std::string streaming;  // stream-stores' decision on this kernel's stores (printed as a comment)
   std::optional<GpuMapping> gpu;  // map-gpu (CUDA pipeline only)
 };
 
@@ -323,6 +327,10 @@ using texc::usesVar;
 // Which buffers kernel `k` stores to (every Store, tile epilogues included): usually its output
 // alone; a kernel that fuse-into-tiles made writes its intermediate too.
 std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k);
+
+// Appends a local buffer (after every tensor, as locals must be) named `name`, or name2, name3,
+// ... when taken; returns its id.
+int addLocalBuffer(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype);
 
 std::string printLoopProgram(const LoopProgram& p);
 

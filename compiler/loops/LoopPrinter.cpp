@@ -77,7 +77,7 @@ struct Printer {
       }
       case StmtKind::Store: {
         const Store& st = s.as<Store>();
-        out += fmt::format("{}{} = {}\n", pad, access(st.buffer, st.index), expr(st.value));
+        out += fmt::format("{}{}{} = {}\n", pad, st.streaming ? "stream " : "", access(st.buffer, st.index), expr(st.value));
         break;
       }
       case StmtKind::AccInit: {
@@ -195,9 +195,10 @@ std::string printLoopProgram(const LoopProgram& p) {
     for (size_t i = 0; i < k.scratchSizes.size(); ++i) scratch += fmt::format(", scratch s{}[{}]", i, k.scratchSizes[i]);
     std::string gpu;
     for (const std::string& line : gpuMappingLines(p, k)) gpu += "  # gpu: " + line + "\n";
-    out += fmt::format("\nkernel {} ({}{}{})\n{}{}{}", k.name, dtypeName(k.computeType),
+    out += fmt::format("\nkernel {} ({}{}{})\n{}{}{}{}", k.name, dtypeName(k.computeType),
                        k.parallelExtent > 0 ? fmt::format(", parallel over {}", k.parallelExtent) : "", scratch,
-                       k.schedule.empty() ? "" : "  # schedule: " + k.schedule + "\n", gpu, pr.out);
+                       k.schedule.empty() ? "" : "  # schedule: " + k.schedule + "\n",
+                       k.streaming.empty() ? "" : "  # stores: " + k.streaming + "\n", gpu, pr.out);
   }
   return out;
 }

@@ -40,6 +40,7 @@ struct MachineInfo {
   int vectorRegisters = 16;   // architectural vector registers
   int64_t l1Bytes = 32 * 1024;
   int64_t l2Bytes = 512 * 1024;
+  int64_t l3Bytes = 32 * 1024 * 1024;  // last-level cache (stream-stores' threshold)
   int threads = 1;            // threads the compiled code will run on: row blocks to share out
   std::string source;         // where the figures came from, for the explanation
 };

@@ -250,14 +250,7 @@ std::vector<GuardCond> liveTile(const OnePass& o, const OnlineSchedule& s, int q
 }
 
 int addLocal(LoopProgram& p, const std::string& name, std::vector<int64_t> shape) {
-  Buffer b;
-  b.name = name;
-  for (int n = 2; std::any_of(p.buffers.begin(), p.buffers.end(), [&](const Buffer& x) { return x.name == b.name; }); ++n)
-    b.name = fmt::format("{}{}", name, n);
-  b.shape = std::move(shape);
-  b.kind = BufferKind::Local;
-  p.buffers.push_back(std::move(b));
-  return static_cast<int>(p.buffers.size()) - 1;
+  return addLocalBuffer(p, name, std::move(shape), DType::F32);
 }
 
 void tileOne(LoopProgram& p, Kernel& k, const OnePass& o, const OnlineSchedule& s) {

@@ -15,6 +15,7 @@
 #include "compiler/loops/LoopIR.h"
 #include "compiler/loops/MemoryPlan.h"
 #include "compiler/loops/Schedule.h"
+#include "core/MathMode.h"
 #include "frontend/AST.h"
 #include "frontend/Diagnostics.h"
 #include "frontend/Sema.h"
@@ -48,6 +49,7 @@ struct PipelineOptions {
   std::string schedulePath;           // that file, for messages
   int threads = 0;  // threads the code will run on (run/compare --threads); 0: one per core
   std::string cpu = "host";  // --cpu: the CPU the code is for (cpuTarget), an LLVM CPU name or host
+  MathMode math = MathMode::Precise;  // --math: precise or fast elementary functions
   std::set<std::string> disabledPasses;  // --disable-pass: optional passes left out (Pipeline.h)
 };
 

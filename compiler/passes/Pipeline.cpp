@@ -123,6 +123,9 @@ const Slot kPipeline[] = {
        return o.fuse != FuseMode::All ? fmt::format("--fuse={}: the kernels stay apart", o.fuse == FuseMode::None ? "none" : "elementwise")
                                       : "";
      }},
+    // on the final loop nests, whose stores it marks; codegen-llvm reads the marks
+    {"stream-stores", "cpu target",
+     [](const PipelineOptions& o) { return cudaTarget(o, "the GPU's stores have no non-temporal form here"); }},
     // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
     {"plan-memory", "memory plan on (--no-plan turns it off)",
      [](const PipelineOptions& o) -> std::string {

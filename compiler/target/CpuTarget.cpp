@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,8 @@ constexpr CacheDefaults kCacheDefaults[] = {
 void setDefaultCaches(CpuTarget& t) {
   t.l1Bytes = 32 * 1024;
   t.l2Bytes = 512 * 1024;
+  // The last level varies by part more than by core design: one generic figure for named CPUs.
+  t.l3Bytes = 32 * 1024 * 1024;
   t.cacheSource = "generic defaults";
   for (const CacheDefaults& d : kCacheDefaults)
     if (t.name == d.cpu) {
@@ -45,10 +48,36 @@ void setDefaultCaches(CpuTarget& t) {
     }
 }
 
+// The size of one instance of the level-3 cache as Linux's sysfs describes cpu0's caches ("32768K"),
+// or 0. sysconf's figure is not used for it: under a hypervisor it is often the whole socket's (all
+// core complexes' slices together), several times what one core can use.
+int64_t sysfsLevel3Bytes() {
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level(dir + "level"), size(dir + "size");
+    int lv = 0;
+    std::string text;
+    if (!(level >> lv) || !(size >> text)) break;
+    if (lv != 3 || text.empty()) continue;
+    int64_t value = 0;
+    size_t used = 0;
+    try {
+      value = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      return 0;
+    }
+    const char unit = used < text.size() ? text[used] : ' ';
+    return unit == 'K' ? value * 1024 : unit == 'M' ? value * 1024 * 1024 : value;
+  }
+  return 0;
+}
+
 void setHostCaches(CpuTarget& t) {
   setDefaultCaches(t);
   long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
   long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const int64_t l3 = sysfsLevel3Bytes();
+  if (l3 > 0) t.l3Bytes = l3;
   if (l1 > 0) t.l1Bytes = l1;
   if (l2 > 0) t.l2Bytes = l2;
   if (l1 > 0 && l2 > 0) t.cacheSource = "sysconf";
@@ -145,8 +174,9 @@ int CpuTarget::vectorRegisters() const { return has("avx512f") ? 32 : 16; }
 std::string CpuTarget::isaName() const { return has("avx512f") ? "avx512" : has("avx2") ? "avx2" : has("avx") ? "avx" : "sse"; }
 
 std::string CpuTarget::describe() const {
-  return fmt::format("{}{}: {}, {} x {}-bit vector registers; L1d {} KiB, L2 {} KiB ({})", name, host ? " (host)" : "",
-                     isaName(), vectorRegisters(), vectorFloats() * 32, l1Bytes / 1024, l2Bytes / 1024, cacheSource);
+  return fmt::format("{}{}: {}, {} x {}-bit vector registers; L1d {} KiB, L2 {} KiB, L3 {} MiB ({})", name,
+                     host ? " (host)" : "", isaName(), vectorRegisters(), vectorFloats() * 32, l1Bytes / 1024, l2Bytes / 1024,
+                     l3Bytes / (1024 * 1024), cacheSource);
 }
 
 const CpuTarget& cpuTarget(const std::string& name) {

@@ -15,6 +15,7 @@ struct CpuTarget {
   bool host = false;                  // --cpu host (or the host's own name): caches come from sysconf
   int64_t l1Bytes = 32 * 1024;        // L1 data cache per core
   int64_t l2Bytes = 512 * 1024;       // L2 per core
+  int64_t l3Bytes = 32 * 1024 * 1024; // last-level cache, shared by the cores
   std::string cacheSource;            // "sysconf" or "defaults for NAME" (for the explanation)
 
   bool has(const std::string& feature) const;  // feature without the sign: has("avx512f")

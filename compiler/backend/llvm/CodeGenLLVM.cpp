@@ -2,6 +2,7 @@
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
@@ -11,6 +12,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "compiler/backend/llvm/NonTemporal.h"
 #include "compiler/backend/llvm/VectorMath.h"
 #include "compiler/loops/Walk.h"
 #include "core/IndexAlgebra.h"
@@ -116,6 +118,9 @@ class KernelGen {
     vars_.assign(k_.varNames.size(), nullptr);
     varExtents_.assign(k_.varNames.size(), 0);
     for (const Stmt& s : k_.body) stmt(s, /*outermost=*/true);
+    // Non-temporal stores are weakly ordered: fence them before the call returns, so that the
+    // thread that joins this one (and the next kernel) sees them.
+    if (streamed_) b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::x86_sse_sfence));
     for (llvm::Value* p : heap) b_.CreateCall(m_.getOrInsertFunction("free", llvm::Type::getVoidTy(ctx_), ptr), {p});
     b_.CreateRetVoid();
     return f;
@@ -133,7 +138,12 @@ class KernelGen {
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < tensorCount(); ++i) {
       llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, f->getArg(0), i);
-      args.push_back(b_.CreateLoad(ptr, slot, p_.buffers[i].name));
+      // The body's parameters say 64-byte aligned, but the body is inlined here and the attribute
+      // is lost with it: the loaded pointers carry it instead (finishStreamingStores needs it).
+      llvm::LoadInst* base = b_.CreateLoad(ptr, slot, p_.buffers[i].name);
+      llvm::Metadata* align = llvm::ConstantAsMetadata::get(b_.getInt64(64));
+      base->setMetadata(llvm::LLVMContext::MD_align, llvm::MDNode::get(ctx_, align));
+      args.push_back(base);
     }
     args.push_back(f->getArg(1));
     args.push_back(f->getArg(2));
@@ -167,7 +177,13 @@ class KernelGen {
         const Store& st = s.as<Store>();
         llvm::Value* v = expr(st.value);
         const loops::Buffer& buf = p_.buffers[st.buffer];
-        b_.CreateAlignedStore(toStorage(v, buf.dtype), address(st.buffer, st.index), llvm::Align(elementAlign(buf.dtype)));
+        llvm::StoreInst* store =
+            b_.CreateAlignedStore(toStorage(v, buf.dtype), address(st.buffer, st.index), llvm::Align(elementAlign(buf.dtype)));
+        if (st.streaming) {
+          // Tagged now, marked non-temporal after vectorization (NonTemporal.h says why).
+          store->setMetadata(llvm::LLVMContext::MD_access_group, streamingStoreTag(m_));
+          streamed_ = true;
+        }
         break;
       }
       case StmtKind::AccInit: b_.CreateStore(identity(s.as<AccInit>().reduce), accs_[s.as<AccInit>().acc]); break;
@@ -956,7 +972,7 @@ class KernelGen {
       default: throw std::logic_error("unhandled builtin in code generation");
     }
     // -O0 calls libm (scalar, exact to an ulp); otherwise inline approximations that vectorize.
-    return opts_.optLevel == 0 ? emitMathLibm(b_, m_, fn, a) : emitMath(b_, fn, a);
+    return opts_.optLevel == 0 ? emitMathLibm(b_, m_, fn, a) : emitMath(b_, fn, a, opts_.math);
   }
 
   const LoopProgram& p_;
@@ -968,6 +984,7 @@ class KernelGen {
   llvm::Type* ft_;
   llvm::Type* i64_;
   llvm::Function* fn_ = nullptr;
+  bool streamed_ = false;  // a non-temporal store was emitted: the body ends with sfence
   std::vector<llvm::Value*> buffers_;
   llvm::Value* lo_ = nullptr;
   llvm::Value* hi_ = nullptr;

@@ -11,6 +11,7 @@
 
 #include <memory>
 
+#include "compiler/backend/llvm/VectorMath.h"
 #include "compiler/loops/LoopIR.h"
 #include "compiler/loops/MemoryPlan.h"
 
@@ -24,6 +25,7 @@ namespace texc {
 struct CodeGenOptions {
   int optLevel = 3;             // 0 calls libm for transcendental functions
   bool preferWideVectors = true;  // ask for 512-bit vectors where the CPU has AVX-512
+  MathMode math = MathMode::Precise;  // --math: the vector math's precise or fast forms
   // The memory plan the buffers will be bound by (null: every buffer its own memory). A kernel
   // that writes its output in place over an input reads that input through the output pointer.
   const loops::MemoryPlan* memoryPlan = nullptr;

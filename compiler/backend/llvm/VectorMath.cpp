@@ -525,8 +525,9 @@ void checkArity(MathFn fn, llvm::ArrayRef<Value*> args) {
 
 }  // namespace
 
-Value* emitMath(llvm::IRBuilder<>& B, MathFn fn, llvm::ArrayRef<Value*> args) {
+Value* emitMath(llvm::IRBuilder<>& B, MathFn fn, llvm::ArrayRef<Value*> args, MathMode mode) {
   checkArity(fn, args);
+  (void)mode;  // TODO(fast forms)
   switch (fn) {
     case MathFn::Exp: return emitExp(B, args[0]);
     case MathFn::Log: return emitLog(B, args[0]);

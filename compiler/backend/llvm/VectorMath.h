@@ -14,6 +14,8 @@
 #include <llvm/ADT/StringRef.h>
 #include <llvm/IR/IRBuilder.h>
 
+#include "core/MathMode.h"  // --math=precise|fast
+
 namespace llvm {
 class Module;
 class Value;
@@ -38,7 +40,8 @@ unsigned mathArity(MathFn fn);
 const char* mathName(MathFn fn);
 
 // The inline expansion of fn (one of the emitters above).
-llvm::Value* emitMath(llvm::IRBuilder<>& B, MathFn fn, llvm::ArrayRef<llvm::Value*> args);
+llvm::Value* emitMath(llvm::IRBuilder<>& B, MathFn fn, llvm::ArrayRef<llvm::Value*> args,
+                      MathMode mode = MathMode::Precise);
 
 // fn through libm instead ("expf"/"exp", ...; sigmoid via exp), for unoptimised builds and as a
 // reference. Vector arguments are split into one call per lane, so such loops do not vectorise.

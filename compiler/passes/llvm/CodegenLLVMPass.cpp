@@ -33,6 +33,7 @@ bool runCodegenLLVM(CompileState& s) {
   s.llvmContext->setDiagnosticHandler(std::make_unique<DropMissedVectorization>());
   CodeGenOptions options;
   options.optLevel = s.options.optLevel;
+  options.math = s.options.math;
   if (s.memoryPlan) options.memoryPlan = &*s.memoryPlan;
   s.llvmModule = generateLLVM(*s.loops, *s.llvmContext, options);
   return true;

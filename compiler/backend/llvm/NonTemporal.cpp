@@ -1,0 +1,65 @@
+#include "compiler/backend/llvm/NonTemporal.h"
+
+#include <llvm/Analysis/ValueTracking.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Metadata.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/KnownBits.h>
+
+namespace texc {
+
+namespace {
+
+constexpr const char* kTagName = "texc.streaming_stores";
+
+// Whether access-group metadata `md` (one group, or a list of groups) holds `tag`.
+bool holdsTag(const llvm::MDNode* md, const llvm::MDNode* tag) {
+  if (md == tag) return true;
+  if (md->getNumOperands() == 0) return false;
+  for (const llvm::MDOperand& op : md->operands())
+    if (op.get() == tag) return true;
+  return false;
+}
+
+}  // namespace
+
+llvm::MDNode* streamingStoreTag(llvm::Module& M) {
+  llvm::NamedMDNode* named = M.getOrInsertNamedMetadata(kTagName);
+  if (named->getNumOperands() == 0) named->addOperand(llvm::MDNode::getDistinct(M.getContext(), {}));
+  return named->getOperand(0);
+}
+
+int finishStreamingStores(llvm::Module& M) {
+  llvm::NamedMDNode* named = M.getNamedMetadata(kTagName);
+  if (!named || named->getNumOperands() == 0) return 0;
+  const llvm::MDNode* tag = named->getOperand(0);
+  const llvm::DataLayout& layout = M.getDataLayout();
+  llvm::MDNode* one = llvm::MDNode::get(M.getContext(), llvm::ConstantAsMetadata::get(
+                                                            llvm::ConstantInt::get(llvm::Type::getInt32Ty(M.getContext()), 1)));
+  int marked = 0;
+  for (llvm::Function& f : M)
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& inst : bb) {
+        auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst);
+        const llvm::MDNode* groups = store ? store->getMetadata(llvm::LLVMContext::MD_access_group) : nullptr;
+        if (!groups || !holdsTag(groups, tag)) continue;
+        store->setMetadata(llvm::LLVMContext::MD_access_group, nullptr);
+        llvm::Type* type = store->getValueOperand()->getType();
+        if (!type->isVectorTy()) continue;
+        const uint64_t bytes = layout.getTypeStoreSize(type).getFixedValue();
+        // The alignment the address's known low zero bits prove (base alignment from the
+        // parameter's attribute, the row stride and the vector loop's step).
+        llvm::KnownBits known = llvm::computeKnownBits(store->getPointerOperand(), layout);
+        const uint64_t zeros = std::min<uint64_t>(known.countMinTrailingZeros(), 12);
+        if ((uint64_t{1} << zeros) < bytes) continue;
+        store->setAlignment(llvm::Align(bytes));
+        store->setMetadata(llvm::LLVMContext::MD_nontemporal, one);
+        ++marked;
+      }
+  named->eraseFromParent();
+  return marked;
+}
+
+}  // namespace texc

@@ -1,0 +1,208 @@
+#include "compiler/loops/StreamStores.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/loops/Equal.h"
+#include "compiler/loops/Walk.h"
+
+namespace texc::loops {
+
+namespace {
+
+std::string mib(int64_t bytes) { return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
+
+bool holdsLoop(const Block& body) {
+  return anyStmt(body, [](const Stmt& s) { return s.is<Loop>(); });
+}
+
+struct Access {
+  const Stmt* stmt;   // the statement holding it
+  size_t position;    // pre-order position of that statement in the kernel
+  const Expr* load;   // null for a store
+  int buffer;         // the buffer it reads or writes
+};
+
+// Why the store `st` (at `position`, inside `enclosing`) cannot stream; empty when it can.
+std::string whyNot(const LoopProgram& p, const Store& st, size_t position, const std::vector<Stmt*>& enclosing,
+                   const std::vector<Access>& loads) {
+  const Buffer& b = p.buffers[st.buffer];
+  if (b.kind == BufferKind::Local) return "a local buffer";
+  if (b.dtype != DType::F32 && b.dtype != DType::F64) return fmt::format("stored as {} (converted on store)", dtypeName(b.dtype));
+  for (const Stmt* e : enclosing)
+    if (e->is<Tile>()) return "written in a tile's epilogue";
+  if (enclosing.empty() || !enclosing.back()->is<Loop>()) return "not written directly in a loop";
+  const Loop& inner = enclosing.back()->as<Loop>();
+  if (!inner.vectorize || holdsLoop(inner.body)) return "not written in an innermost vector loop";
+  const IndexExpr& last = st.index.back();
+  if (last.kind != IndexExpr::Kind::Var || last.var != inner.var || inner.extent != b.shape.back())
+    return "the vector loop does not run over its whole last dimension with unit stride";
+  const int64_t rowBytes = b.shape.back() * dtypeBytes(b.dtype);
+  if (rowBytes % 64 != 0) return fmt::format("a row is {} bytes, not a multiple of the 64-byte line", rowBytes);
+  for (const Stmt* e : enclosing)
+    if (e->is<Loop>()) {
+      bool indexed = false;
+      for (const IndexExpr& i : st.index) indexed = indexed || usesVar(i, e->as<Loop>().var);
+      if (!indexed) return "written more than once (a loop around the store does not index it)";
+    }
+  for (const Access& a : loads) {
+    if (a.buffer != st.buffer) continue;
+    if (!a.load) {
+      if (a.position < position) return "stored earlier in the kernel (its lines are in cache by then)";
+      if (a.position > position) return "stored again later in the kernel";
+      continue;
+    }
+    if (a.position > position) return "read again after the store";
+    bool sameRow = a.load->index.size() == st.index.size();
+    for (size_t d = 0; sameRow && d + 1 < st.index.size(); ++d) sameRow = equal(a.load->index[d], st.index[d]);
+    if (!sameRow) return "read elsewhere than in the row it is stored to";
+  }
+  return "";
+}
+
+// Largest row staged in a local buffer: a stack array per call, which must stay in L1 or L2.
+constexpr int64_t kMaxStagedRowBytes = 64 * 1024;
+
+// A kernel that writes a row of `buffer`, reads it back and then overwrites it (softmax: y = e,
+// sum of y, y = y / sum) cannot stream its last store: the row is in cache by then, and a
+// non-temporal store to a cached line costs more than it saves. When every access to the buffer
+// is to that one row, over its whole last dimension, and the row is small, the earlier stores and
+// all the reads go to a local row buffer instead, and the last store writes the tensor once.
+// Returns whether it staged the row.
+bool stageRow(LoopProgram& p, Kernel& k, int buffer, const std::map<int, int64_t>& extents) {
+  const Buffer& b = p.buffers[buffer];
+  if (b.kind == BufferKind::Local || b.shape.empty()) return false;
+  const int64_t rowBytes = b.shape.back() * dtypeBytes(k.computeType);
+  if (rowBytes > kMaxStagedRowBytes) return false;
+  std::vector<const Store*> stores;
+  std::vector<const Expr*> loads;
+  std::vector<size_t> storeAt, loadAt;
+  size_t position = 0;
+  forEachStmt(k.body, [&](const Stmt& s) {
+    if (s.is<Store>() && s.as<Store>().buffer == buffer) {
+      stores.push_back(&s.as<Store>());
+      storeAt.push_back(position);
+    }
+    if (const Expr* v = valueOf(s))
+      forEachLoad(*v, [&](const Expr& e) {
+        if (e.buffer == buffer) {
+          loads.push_back(&e);
+          loadAt.push_back(position);
+        }
+      });
+    ++position;
+  });
+  if (stores.size() < 2 || loads.empty()) return false;
+  const Store& last = *stores.back();
+  const size_t lastAt = storeAt.back();
+  for (size_t at : loadAt)
+    if (at > lastAt) return false;
+  auto sameRow = [&](const std::vector<IndexExpr>& index) {
+    if (index.size() != last.index.size()) return false;
+    for (size_t d = 0; d + 1 < index.size(); ++d)
+      if (!equal(index[d], last.index[d])) return false;
+    const IndexExpr& j = index.back();
+    auto extent = extents.find(j.var);
+    return j.kind == IndexExpr::Kind::Var && extent != extents.end() && extent->second == b.shape.back();
+  };
+  for (const Store* s : stores)
+    if (!sameRow(s->index)) return false;
+  for (const Expr* e : loads)
+    if (!sameRow(e->index)) return false;
+  const int row = addLocalBuffer(p, b.name + "_row", {b.shape.back()}, k.computeType);
+  position = 0;
+  forEachStmt(k.body, [&](Stmt& s) {
+    if (Expr* v = valueOf(s))
+      forEachExprNode(*v, [&](Expr& e) {
+        if (e.kind == ExprKind::Load && e.buffer == buffer) e.index = {e.index.back()};
+      });
+    if (Expr* v = valueOf(s))
+      forEachExprNode(*v, [&](Expr& e) {
+        if (e.kind == ExprKind::Load && e.buffer == buffer) e.buffer = row;
+      });
+    if (s.is<Store>() && s.as<Store>().buffer == buffer && position != lastAt) {
+      Store& st = s.as<Store>();
+      st.buffer = row;
+      st.index = {st.index.back()};
+    }
+    ++position;
+  });
+  return true;
+}
+
+}  // namespace
+
+int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
+  int marked = 0;
+  for (Kernel& k : p.kernels) {
+    // Rows written, read back and overwritten go through a local row first (stageRow).
+    std::map<int, int64_t> extents;
+    forEachStmt(k.body, [&](const Stmt& s) {
+      if (s.is<Loop>()) extents[s.as<Loop>().var] = s.as<Loop>().extent;
+    });
+    std::vector<bool> stored = buffersStored(p, k);
+    std::vector<std::string> staged;
+    for (size_t buffer = 0; buffer < stored.size(); ++buffer) {
+      // A copy: stageRow appends to p.buffers.
+      const Buffer b = p.buffers[buffer];
+      if (stored[buffer] && b.numElements() * dtypeBytes(b.dtype) > lastLevelCacheBytes &&
+          stageRow(p, k, static_cast<int>(buffer), extents))
+        staged.push_back(b.name);
+    }
+    // Every load of the kernel with its statement's position, then every store's verdict.
+    std::vector<Access> loads;
+    size_t position = 0;
+    forEachStmt(k.body, [&](const Stmt& s) {
+      if (const Expr* v = valueOf(s)) forEachLoad(*v, [&](const Expr& e) { loads.push_back({&s, position, &e, e.buffer}); });
+      if (s.is<Store>()) loads.push_back({&s, position, nullptr, s.as<Store>().buffer});
+      ++position;
+    });
+    std::map<int, std::vector<std::string>> verdicts;  // buffer -> why not, one per store ("" = streamed)
+    position = 0;
+    walkWithEnclosing(k.body, [&](Stmt& s, const std::vector<Stmt*>& enclosing) {
+      if (s.is<Store>()) {
+        Store& st = s.as<Store>();
+        const Buffer& b = p.buffers[st.buffer];
+        const int64_t bytes = b.numElements() * dtypeBytes(b.dtype);
+        st.streaming = false;
+        if (bytes > lastLevelCacheBytes) {
+          std::string why = whyNot(p, st, position, enclosing, loads);
+          st.streaming = why.empty();
+          marked += st.streaming;
+          verdicts[st.buffer].push_back(why);
+        }
+      }
+      ++position;
+      return WalkAction::Advance;
+    });
+    std::string note;
+    for (const auto& [buffer, whys] : verdicts) {
+      const Buffer& b = p.buffers[buffer];
+      const int64_t bytes = b.numElements() * dtypeBytes(b.dtype);
+      int streamed = 0;
+      std::string kept;
+      for (const std::string& w : whys) {
+        if (w.empty()) ++streamed;
+        else if (kept.empty()) kept = w;
+      }
+      if (!note.empty()) note += "; ";
+      const std::string size = fmt::format("{} > {} last-level cache", mib(bytes), mib(lastLevelCacheBytes));
+      const bool wasStaged = std::find(staged.begin(), staged.end(), b.name) != staged.end();
+      if (streamed == static_cast<int>(whys.size()))
+        note += fmt::format("{} streamed (non-temporal), {}, written once{}", b.name, size,
+                            wasStaged ? fmt::format(" (its row staged in {}_row until then)", b.name) : "");
+      else if (streamed > 0)
+        note += fmt::format("{} streamed by its last store, {}; an earlier store kept: {}", b.name, size, kept);
+      else
+        note += fmt::format("{} cached, {}, but {}", b.name, size, kept);
+    }
+    k.streaming = note;
+  }
+  return marked;
+}
+
+}  // namespace texc::loops

@@ -1,0 +1,31 @@
+// StreamStores: stores that bypass the caches. A kernel that writes a tensor larger than the
+// last-level cache, each element once, gains nothing from having the written lines in cache:
+// they are evicted before anyone reads them. An ordinary store even costs a read, since the
+// core fetches each line before it writes into it (the read-for-ownership), so `y = f(x)` moves
+// three streams through memory, x in, y in, y out. A non-temporal store writes whole lines
+// straight to memory: two streams.
+//
+// A store becomes `stream` when all of these hold (the kernel's `# stores:` line says which
+// failed):
+//   * its buffer is a tensor (not a local buffer) of f32 or f64, larger than the last-level cache;
+//   * it sits directly in the innermost loop, marked `vector`, that runs over the buffer's whole
+//     last dimension with unit stride, and a row of that dimension is a multiple of 64 bytes, so
+//     that every vector store is aligned and the stores fill whole lines;
+//   * every loop around it indexes the buffer (each element is written once);
+//   * nothing reads the buffer afterwards in the kernel, except the same row of it before the
+//     store (softmax's last pass reads its row of y and overwrites it).
+// Only the CPU backend reads the mark (CodeGenLLVM: !nontemporal, and an sfence at the end of
+// each call).
+#pragma once
+
+#include <cstdint>
+
+#include "compiler/loops/LoopIR.h"
+
+namespace texc::loops {
+
+// Marks the streaming stores of every kernel of `p` and sets each kernel's `streaming` note for
+// the buffers larger than `lastLevelCacheBytes` it writes. Returns the number of stores marked.
+int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes);
+
+}  // namespace texc::loops
