@@ -10,6 +10,7 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
+#include <optional>
 #include <iostream>
 #include <string_view>
 
@@ -25,6 +26,22 @@
 #include "runtime/Timer.h"
 
 namespace texc {
+
+namespace {
+
+// Whether `p` calls an elementary function that --math=fast changes (exp, log, tanh, sigmoid, erf).
+bool usesFastMathForm(const Program& p) {
+  bool found = false;
+  for (const Computation& c : p.computations)
+    forEachValue(c.body, [&](const Value& v) {
+      const Builtin b = v.builtin;
+      found = found || (v.kind == ValueKind::Call && (b == Builtin::Exp || b == Builtin::Log || b == Builtin::Tanh ||
+                                                     b == Builtin::Sigmoid || b == Builtin::Erf));
+    });
+  return found;
+}
+
+}  // namespace
 
 int commandCompare(const CompareOptions& o) {
   if (o.repeat < 1) throw CommandError{kExitUsage, "--repeat must be >= 1"};
@@ -42,7 +59,10 @@ int commandCompare(const CompareOptions& o) {
     fillRandom(inputs[k], o.seed, k);
     refInputs.push_back({t.shape, toDoubles(inputs[k])});
   }
-  const CheckedReference reference = referenceWithBounds(sema, refInputs);
+  const MathMode chosenMath = cuda ? MathMode::Precise : parseMathMode(o.program.math).value_or(MathMode::Precise);
+  const CheckedReference reference = referenceWithBounds(sema, refInputs, chosenMath);
+  // The `fused --math=fast` variant's bounds, made when it runs.
+  std::optional<CheckedReference> fastReference;
 
   // --target cuda: every variant runs on GPU 0, timed by events around its kernels.
   std::unique_ptr<CudaDevice> gpu;
@@ -72,6 +92,7 @@ int commandCompare(const CompareOptions& o) {
     const char* fuse;
     bool plan;
     const char* disabled = nullptr;  // a pass left out (--disable-pass)
+    const char* math = nullptr;      // --math for this variant (null: the command's)
   };
   // Each unplanned variant runs just before its planned twin. A variant's memory is freed when it
   // is done, so the resident set it adds is measured from what the earlier ones left.
@@ -88,6 +109,7 @@ int commandCompare(const CompareOptions& o) {
     ProgramOptions opts = o.program;
     opts.fuse = fuse;
     if (variant.disabled) opts.disablePasses.push_back(variant.disabled);
+    if (variant.math) opts.math = variant.math;
     opts.noPlan = o.program.noPlan || !variant.plan;
     CompileRequest request = opts.request(cuda ? Stage::CUDA : Stage::LLVM);
     if (cuda) request.options.target = Target::Cuda;
@@ -97,6 +119,9 @@ int commandCompare(const CompareOptions& o) {
     if (!c->ok) return kExitProgramError;
     const Program& g = *c->state.graph;
     if (std::string_view(variant.name) == "fused" && hasOnlineNode(g)) variants.push_back({"materialized", "all", true, "online-softmax"});
+    // Where the program calls a function with a fast form, the fused program with them too.
+    if (std::string_view(variant.name) == "fused" && chosenMath == MathMode::Precise && usesFastMathForm(sema))
+      variants.push_back({"fused --math=fast", "all", true, nullptr, "fast"});
     std::vector<KernelCost> costs = costOfKernels(g);
     // The kernels that run: the loop IR's (fuse-into-tiles may have put two of the graph's in one);
     // bytes and FLOPs stay the graph's model.
@@ -153,7 +178,9 @@ int commandCompare(const CompareOptions& o) {
     double med = median(samples), best = *std::min_element(samples.begin(), samples.end());
     // The outputs of the last run, against the reference and the error bound.
     applyTestDamage(g, tensors, variant.name);
-    std::vector<OutputCheck> checks = checkOutputs(g, tensors, sema, reference);
+    const bool fastVariant = variant.math && std::string_view(variant.math) == "fast";
+    if (fastVariant && !fastReference) fastReference = referenceWithBounds(sema, refInputs, MathMode::Fast);
+    std::vector<OutputCheck> checks = checkOutputs(g, tensors, sema, fastVariant ? *fastReference : reference);
     ErrorStats worst;
     for (const OutputCheck& k : checks) {
       worst.maxAbs = std::max(worst.maxAbs, k.error.maxAbs);
@@ -216,10 +243,19 @@ int commandCompare(const CompareOptions& o) {
   auto msOf = [&](size_t variantIndex) { return results[variantIndex].ms; };
   std::cout << fmt::format("fused is {:.2f}x faster than unfused; the memory plan makes unfused {:.2f}x and fused {:.2f}x faster.\n",
                            msOf(1) / msOf(4), msOf(0) / msOf(1), msOf(3) / msOf(4));
-  if (results.size() > 5)
+  auto indexOf = [&](std::string_view name) {
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i].name == name) return static_cast<int>(i);
+    return -1;
+  };
+  if (int m = indexOf("materialized"); m >= 0)
     std::cout << fmt::format("online softmax: fused is {:.2f}x faster than materialized (--disable-pass=online-softmax), with {} of temp memory against {}.\n",
-                             msOf(5) / msOf(4), bytesText(static_cast<double>(results[4].intermediateBytes)),
-                             bytesText(static_cast<double>(results[5].intermediateBytes)));
+                             msOf(m) / msOf(4), bytesText(static_cast<double>(results[4].intermediateBytes)),
+                             bytesText(static_cast<double>(results[m].intermediateBytes)));
+  if (int f = indexOf("fused --math=fast"); f >= 0)
+    std::cout << fmt::format("--math=fast: fused is {:.2f}x faster with the fast elementary functions (max rel error {:.2g} against {:.2g}; "
+                             "docs/vector-math.md).\n",
+                             msOf(4) / msOf(f), results[f].error.maxRel, results[4].error.maxRel);
   std::cout << fmt::format("Host bandwidth {:.1f} GB/s ({}).{}\n", host.bandwidthGBs, host.source, raised);
   std::cout << "temp memory: the arena (planned) or the intermediates' buffers, allocated every run (unplanned);\n"
                "RSS growth: the resident set during the last run minus before the variant (docs/memory-planning.md).\n";

@@ -114,8 +114,12 @@ bool applyTestDamage(const Program& p, std::vector<Tensor>& tensors, const std::
 // The bound evaluator computes every value with the reference's float64 operations in the same
 // order (bit for bit evaluateReference's: the end-to-end suite and the random tester check it),
 // so its values serve as the reference and the program is evaluated once, not twice.
-CheckedReference referenceWithBounds(const Program& analysed, const std::vector<RefTensor>& inputs) {
-  BoundResult b = evaluateBounds(analysed, inputs);
+MathMode effectiveMathMode(const PipelineOptions& options) {
+  return options.target == Target::Cuda ? MathMode::Precise : options.math;
+}
+
+CheckedReference referenceWithBounds(const Program& analysed, const std::vector<RefTensor>& inputs, MathMode math) {
+  BoundResult b = evaluateBounds(analysed, inputs, math);
   CheckedReference r;
   r.values = std::move(b.values);
   r.bounds = std::move(b.bounds);

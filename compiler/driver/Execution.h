@@ -9,6 +9,7 @@
 #include "compiler/loops/MemoryPlan.h"
 #include "compiler/reference/Reference.h"
 #include "compiler/reference/Tolerance.h"
+#include "core/MathMode.h"
 #include "frontend/Program.h"
 #include "runtime/Buffer.h"
 
@@ -43,7 +44,9 @@ struct CheckedReference {
   std::vector<RefTensor> values;
   std::vector<std::vector<double>> bounds;
 };
-CheckedReference referenceWithBounds(const Program& analysed, const std::vector<RefTensor>& inputs);
+// `math`: the elementary functions' mode of the code checked (--math); fast forms get wider bounds.
+CheckedReference referenceWithBounds(const Program& analysed, const std::vector<RefTensor>& inputs,
+                                     MathMode math = MathMode::Precise);
 
 // One output of a run against the reference: errors, and the tolerance rule's verdict.
 struct OutputCheck {

@@ -59,4 +59,8 @@ LetOverrides parseDefines(const std::vector<std::string>& defines);
 // standard error.
 std::unique_ptr<Compilation> compileProgram(const CompileRequest& request);
 
+// The mode the generated code's elementary functions are in: --math on the cpu target; the CUDA
+// backend has only the precise forms (docs/cuda.md).
+MathMode effectiveMathMode(const PipelineOptions& options);
+
 }  // namespace texc

@@ -222,7 +222,7 @@ int commandRun(const RunOptions& o) {
     const Program& analysed = *c->state.analysed;
     std::vector<RefTensor> refInputs;
     for (int id : p.inputs) refInputs.push_back({p.tensors[id].shape, toDoubles(tensors[id])});
-    checks = checkOutputs(p, tensors, analysed, referenceWithBounds(analysed, refInputs));
+    checks = checkOutputs(p, tensors, analysed, referenceWithBounds(analysed, refInputs, effectiveMathMode(c->state.options)));
     for (const OutputCheck& k : checks) {
       checkReport += fmt::format("{}: max abs error {:.3g}, max rel error {:.3g} vs the float64 reference", k.name, k.error.maxAbs,
                                  k.error.maxRel);

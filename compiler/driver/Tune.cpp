@@ -212,7 +212,7 @@ int commandTune(const TuneOptions& t) {
     const Program& analysed = *ws.compilation->state.analysed;
     std::vector<RefTensor> refInputs;
     for (int id : planned.inputs) refInputs.push_back({planned.tensors[id].shape, toDoubles(ws.tensors[id])});
-    ws.reference = referenceWithBounds(analysed, refInputs);
+    ws.reference = referenceWithBounds(analysed, refInputs, effectiveMathMode(ws.compilation->state.options));
   }
   ws.plan = planText(ws.compilation->state);
   ws.memory = std::make_unique<ProgramMemory>(planned, ws.compilation->state.memoryPlan ? &*ws.compilation->state.memoryPlan : nullptr,

@@ -52,6 +52,7 @@ struct Fmt {
   DType compute = DType::F32;
   double u = 0;
   const double* zeros = nullptr;
+  MathMode math = MathMode::Precise;
 };
 
 // The rounding error of one basic operation whose exact result is r: none when the operands
@@ -137,7 +138,7 @@ EV logicOr(EV a, EV b) {
 EV callBound(const Fmt& f, Builtin fn, EV a, EV b) {
   bool unc = isUncertain(a.e);
   const double x = a.v, ex = a.e;
-  const double tu = kTranscendentalUnits * f.u;
+  const double tu = transcendentalUnits(fn, f.math, f.compute) * f.u;
   switch (fn) {
     case Builtin::Exp: {
       double r = std::exp(x);
@@ -644,7 +645,19 @@ double storageRoundoff(DType storage) {
 
 double unitRoundoff(DType computeDtype) { return computeDtype == DType::F64 ? 0x1p-53 : 0x1p-24; }
 
-BoundResult evaluateBounds(const Program& p, const std::vector<RefTensor>& inputs) {
+double transcendentalUnits(Builtin fn, MathMode mode, DType compute) {
+  if (mode == MathMode::Precise || compute == DType::F64) return kTranscendentalUnits;
+  switch (fn) {
+    case Builtin::Exp: return kFastUnits.exp;
+    case Builtin::Log: return kFastUnits.log;
+    case Builtin::Tanh: return kFastUnits.tanh;
+    case Builtin::Sigmoid: return kFastUnits.sigmoid;
+    case Builtin::Erf: return kFastUnits.erf;
+    default: return kTranscendentalUnits;
+  }
+}
+
+BoundResult evaluateBounds(const Program& p, const std::vector<RefTensor>& inputs, MathMode math) {
   if (inputs.size() != p.inputs.size()) throw std::invalid_argument("bounds: wrong number of inputs");
   BoundResult r;
   r.values.resize(p.tensors.size());
@@ -665,7 +678,7 @@ BoundResult evaluateBounds(const Program& p, const std::vector<RefTensor>& input
       throw std::logic_error("bounds: computation defines a bad or already defined tensor");
     const TensorInfo& info = p.tensors[comp.tensor];
     const DType compute = computeDType(info.dtype);
-    Fmt f{compute, unitRoundoff(compute), nullptr};
+    Fmt f{compute, unitRoundoff(compute), nullptr, math};
     RefTensor out;
     out.shape = info.shape;
     out.data.assign(static_cast<size_t>(info.numElements()), 0.0);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "compiler/reference/Reference.h"
+#include "core/MathMode.h"
 #include "frontend/Program.h"
 
 namespace texc {
@@ -33,6 +34,14 @@ double unitRoundoff(DType computeDtype);
 // function (exp log tanh sigmoid erf pow), and the absolute one for sin and cos. The measured
 // maxima of texc's inline approximations are below 4 units (tests/unit/llvm); libm is below 2.
 inline constexpr double kTranscendentalUnits = 8;
+// --math=fast (f32 only; f64 keeps the precise forms): each function's charge, about twice its
+// measured maximum relative error (docs/vector-math.md, "Fast mode") in units of 2^-24.
+struct FastMathUnits {
+  double exp, log, tanh, sigmoid, erf;
+};
+inline constexpr FastMathUnits kFastUnits = {64, 64, 64, 64, 64};
+// The charge for one call of `fn` (a transcendental builtin) in `mode` and compute dtype.
+double transcendentalUnits(Builtin fn, MathMode mode, DType compute);
 // The same for sqrt (correctly rounded) and rsqrt (may be 1 / sqrt: two roundings).
 inline constexpr double kSqrtUnits = 2;
 inline constexpr double kRsqrtUnits = 4;
@@ -49,6 +58,7 @@ struct BoundResult {
 
 // Evaluates `p` on `inputs` (one per p.inputs entry, as for evaluateReference). Throws
 // std::invalid_argument / std::logic_error like evaluateReference.
-BoundResult evaluateBounds(const Program& p, const std::vector<RefTensor>& inputs);
+// `math` is the mode the compiled code uses (--math): fast forms are charged more.
+BoundResult evaluateBounds(const Program& p, const std::vector<RefTensor>& inputs, MathMode math = MathMode::Precise);
 
 }  // namespace texc

@@ -78,9 +78,9 @@ void setHostCaches(CpuTarget& t) {
   long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
   const int64_t l3 = sysfsLevel3Bytes();
   if (l3 > 0) t.l3Bytes = l3;
+  if (l1 > 0 && l2 > 0) t.cacheSource = l3 > 0 ? "sysconf; L3 from sysfs" : "sysconf";
   if (l1 > 0) t.l1Bytes = l1;
   if (l2 > 0) t.l2Bytes = l2;
-  if (l1 > 0 && l2 > 0) t.cacheSource = "sysconf";
 }
 
 // The host's features as LLVM reports them: every key LLVM's detection knows, on or off.

@@ -60,6 +60,11 @@ const std::vector<Variant>& variants() {
       {"--no-tile -O3", with(3, FuseMode::All, true, false), {2}},
       {"--no-tile --no-plan -O0", with(0, FuseMode::All, false, false), {1}},
       {"--disable-pass=online-softmax -O3", with(3, FuseMode::All, true, true, {"online-softmax"}), {2}},
+      {"--math=fast -O3", [&] {
+         PipelineOptions o = with(3, FuseMode::All, true, true);
+         o.math = MathMode::Fast;
+         return o;
+       }(), {2}},
   };
   // The CUDA target through the emulation (EmulatedCuda.h), where a host C++ compiler exists.
   static const std::vector<Variant> withCuda = [&] {
@@ -245,10 +250,11 @@ Outcome checkProgram(const std::string& source, const std::vector<Variant>& vs, 
     refInputs.push_back({info.shape, toDoubles(inputs.back())});
   }
   std::vector<RefTensor> ref;
-  BoundResult bounds;
+  BoundResult bounds, fastBounds;  // fastBounds: for the --math=fast variants
   try {
     ref = evaluateReference(p, refInputs);
     bounds = evaluateBounds(p, refInputs);
+    fastBounds = evaluateBounds(p, refInputs, MathMode::Fast);
   } catch (const std::exception& e) {
     out.verdict = Verdict::Mismatch;
     out.report = std::string("the reference interpreter failed: ") + e.what() + "\n";
@@ -264,7 +270,8 @@ Outcome checkProgram(const std::string& source, const std::vector<Variant>& vs, 
 
   for (const Variant& v : vs) {
     try {
-      checkVariant(source, v, p, inputs, ref, bounds, options.damageForTest, out);
+      const bool fast = v.options.math == MathMode::Fast && v.options.target == Target::Cpu;
+      checkVariant(source, v, p, inputs, ref, fast ? fastBounds : bounds, options.damageForTest, out);
     } catch (const std::exception& e) {
       out.verdict = Verdict::Mismatch;
       out.report += "[" + v.name + "] exception: " + e.what() + "\n";

@@ -86,13 +86,21 @@ TEST_CASE("plan on the command line: compare runs planned and unplanned variants
   CHECK(contains(json.out, "\"planned\": true, \"intermediate_bytes\": 7680, "));  // 3 blocks
   CHECK(contains(json.out, "{\"name\": \"fused-unplanned\", \"kernels\": 1,"));
   CHECK(contains(json.out, "{\"name\": \"fused\", \"kernels\": 1,"));
-  CHECK(countOf(json.out, "\"rss_growth_bytes\": ") == 5);
-  CHECK(countOf(json.out, "\"max_rel_error\": ") == 5);
+  // gelu calls tanh, which has a fast form: the sixth variant is fused with --math=fast.
+  CHECK(contains(json.out, "{\"name\": \"fused --math=fast\", \"kernels\": 1,"));
+  CHECK(countOf(json.out, "\"rss_growth_bytes\": ") == 6);
+  CHECK(countOf(json.out, "\"max_rel_error\": ") == 6);
+  CHECK(contains(table.out, "--math=fast: fused is "));
+
+  // With --math=fast chosen for every variant, no separate fast row; nor for a program without
+  // exp, log, tanh, sigmoid or erf.
+  Result fast = expectSuccess(box, gelu("compare", {"--repeat", "1", "--threads", "1", "--json", "--math=fast"}));
+  CHECK(countOf(fast.out, "\"max_rel_error\": ") == 5);
 }
 
 // Where online-softmax rewrote something, compare adds `materialized` (--disable-pass=online-softmax):
 // attention as four kernels with its N x N temps, against one kernel with none; no such row for a
-// program without a softmax-weighted sum (gelu above has five variants).
+// program without a softmax-weighted sum (gelu above has five variants and its --math=fast one).
 TEST_CASE("compare: attention gets the variant materialized, with its kernels and temp memory", "[driver][compare]") {
   Sandbox box;
   std::vector<std::string> args = {"compare", (kExamples / "attention.tex").string(), "-D", "N=32", "-D", "Dh=8",
@@ -105,7 +113,7 @@ TEST_CASE("compare: attention gets the variant materialized, with its kernels an
   Result json = expectSuccess(box, args);
   CHECK(contains(json.out, "{\"name\": \"fused\", \"kernels\": 1,"));
   CHECK(contains(json.out, "{\"name\": \"materialized\", \"kernels\": 4,"));
-  CHECK(countOf(json.out, "\"within_bound\": true") == 6);
+  CHECK(countOf(json.out, "\"within_bound\": true") == 7);  // and fused --math=fast (exp)
 }
 
 TEST_CASE("compare: the kernels column counts the kernels that run (a pool fused into a tiled conv is one)", "[driver][compare]") {

@@ -257,6 +257,7 @@ void prepareInto(const ProgramSpec& spec, PreparedProgram& prep, size_t ordinal)
   }
   prep.reference = evaluateReference(p, inputs);
   prep.bounds = evaluateBounds(p, inputs);
+  prep.fastBounds = evaluateBounds(p, inputs, MathMode::Fast);
   // The bound evaluator recomputes every value the way the reference does; any difference is a
   // bug in one of the two.
   for (size_t id = 0; id < p.tensors.size(); ++id) {
@@ -350,6 +351,8 @@ const std::vector<Variant>& variants() {
         {"-O3 --disable-pass=online-softmax --threads 2", {"-O3", "--disable-pass=online-softmax", "--threads", "2"}},
         // Convolutions through the whole im2col patch matrix instead of implicit GEMM blocks.
         {"-O3 --conv=im2col --threads 1", {"-O3", "--conv=im2col", "--threads", "1"}},
+        // The fast elementary functions (docs/vector-math.md), held to their own error bound.
+        {"-O3 --math=fast --threads 2", {"-O3", "--math=fast", "--threads", "2"}},
     };
     // Where a GPU opens, every program also runs through the CUDA backend (docs/cuda.md); without
     // one the CUDA code is checked by the emulation tests (tests/unit/cuda) and the difftest.
@@ -513,7 +516,10 @@ std::vector<std::string> checkRun(const ProgramSpec& spec, const PreparedProgram
       continue;
     }
     std::vector<double> got = toDoubles(t);
-    Comparison c = compareValues(prep.reference[id].data, prep.bounds.bounds[id], got, info.shape, toleranceFor(info.dtype));
+    const std::vector<std::string>& args = variants()[variantIndex].args;
+    const bool fast = std::find(args.begin(), args.end(), "--math=fast") != args.end();
+    const BoundResult& bounds = fast ? prep.fastBounds : prep.bounds;
+    Comparison c = compareValues(prep.reference[id].data, bounds.bounds[id], got, info.shape, toleranceFor(info.dtype));
     if (statsPath) {
       std::ofstream(statsPath, std::ios::app) << spec.relPath << '\t' << variants()[variantIndex].name << '\t' << info.name
                                               << '\t' << c.worstRatio << '\t' << c.uncertain << '/' << c.elements << '\n';

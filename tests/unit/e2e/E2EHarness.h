@@ -71,6 +71,7 @@ struct PreparedProgram {
   Program program;
   std::vector<RefTensor> reference;  // by tensor id
   BoundResult bounds;
+  BoundResult fastBounds;  // the same for --math=fast (wider charges for the fast forms)
   std::filesystem::path dir;
   std::vector<Job> runs;  // one per variant, in variants() order
 };
