@@ -97,6 +97,9 @@ struct Store {
   // A non-temporal store, around the caches (stream-stores, loops/StreamStores.h): the CPU
   // backend marks it !nontemporal and ends the kernel with a store fence.
   bool streaming = false;
+  // Tensors whose loads in `value` the CPU backend prefetches ahead of the vector loop
+  // (stream-stores: a streaming store whose value calls a transcendental function).
+  std::vector<int> prefetch = {};
 };
 
 // acc = the identity of `reduce`.

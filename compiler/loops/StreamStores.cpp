@@ -134,6 +134,30 @@ bool stageRow(LoopProgram& p, Kernel& k, int buffer, const std::map<int, int64_t
   return true;
 }
 
+bool callsTranscendental(const Expr& value) {
+  bool found = false;
+  forEachExprNode(value, [&](const Expr& e) {
+    found = found || (e.kind == ExprKind::Call &&
+                      (e.builtin == Builtin::Exp || e.builtin == Builtin::Log || e.builtin == Builtin::Tanh ||
+                       e.builtin == Builtin::Sigmoid || e.builtin == Builtin::Erf || e.builtin == Builtin::Sin ||
+                       e.builtin == Builtin::Cos || e.builtin == Builtin::Pow));
+  });
+  return found;
+}
+
+// The tensors larger than `bytes` that `st` (streamed, in vector loop `var`) reads contiguously.
+std::vector<int> prefetchedTensors(const LoopProgram& p, const Store& st, int var, int64_t bytes) {
+  std::vector<int> out;
+  forEachLoad(st.value, [&](const Expr& e) {
+    const Buffer& b = p.buffers[e.buffer];
+    const bool contiguous = !e.index.empty() && e.index.back().kind == IndexExpr::Kind::Var && e.index.back().var == var;
+    if (b.kind != BufferKind::Local && contiguous && b.numElements() * dtypeBytes(b.dtype) > bytes &&
+        std::find(out.begin(), out.end(), e.buffer) == out.end())
+      out.push_back(e.buffer);
+  });
+  return out;
+}
+
 }  // namespace
 
 int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
@@ -162,6 +186,7 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
       ++position;
     });
     std::map<int, std::vector<std::string>> verdicts;  // buffer -> why not, one per store ("" = streamed)
+    std::vector<std::string> prefetched;
     position = 0;
     walkWithEnclosing(k.body, [&](Stmt& s, const std::vector<Stmt*>& enclosing) {
       if (s.is<Store>()) {
@@ -172,6 +197,12 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
         if (bytes > lastLevelCacheBytes) {
           std::string why = whyNot(p, st, position, enclosing, loads);
           st.streaming = why.empty();
+          st.prefetch.clear();
+          if (st.streaming && callsTranscendental(st.value))
+            st.prefetch = prefetchedTensors(p, st, enclosing.back()->as<Loop>().var, lastLevelCacheBytes);
+          for (int b : st.prefetch)
+            if (std::find(prefetched.begin(), prefetched.end(), p.buffers[b].name) == prefetched.end())
+              prefetched.push_back(p.buffers[b].name);
           marked += st.streaming;
           verdicts[st.buffer].push_back(why);
         }
@@ -199,6 +230,11 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
         note += fmt::format("{} streamed by its last store, {}; an earlier store kept: {}", b.name, size, kept);
       else
         note += fmt::format("{} cached, {}, but {}", b.name, size, kept);
+    }
+    if (!prefetched.empty()) {
+      std::string names;
+      for (const std::string& n : prefetched) names += (names.empty() ? "" : ", ") + n;
+      note += fmt::format("; {} prefetched {} bytes ahead (transcendental arithmetic: compute-bound)", names, kPrefetchBytes);
     }
     k.streaming = note;
   }

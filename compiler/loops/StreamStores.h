@@ -16,6 +16,12 @@
 //     store (softmax's last pass reads its row of y and overwrites it).
 // Only the CPU backend reads the mark (CodeGenLLVM: !nontemporal, and an sfence at the end of
 // each call).
+//
+// A streaming store whose value calls a transcendental function (exp, tanh, ...) is limited by
+// the arithmetic, not by memory, and the core's out-of-order window, full of that arithmetic,
+// holds too few loads to keep memory busy. Its loads of tensors larger than the last-level cache
+// (contiguous in the vector loop) are then prefetched kPrefetchBytes ahead, so that memory works
+// in parallel with the arithmetic; the `# stores:` line lists them.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +29,9 @@
 #include "compiler/loops/LoopIR.h"
 
 namespace texc::loops {
+
+// How far ahead of the vector loop the prefetched loads ask for their lines.
+inline constexpr int64_t kPrefetchBytes = 1024;
 
 // Marks the streaming stores of every kernel of `p` and sets each kernel's `streaming` note for
 // the buffers larger than `lastLevelCacheBytes` it writes. Returns the number of stores marked.

@@ -175,7 +175,9 @@ class KernelGen {
       case StmtKind::Loop: loop(s.as<Loop>(), outermost && s.as<Loop>().parallel); break;
       case StmtKind::Store: {
         const Store& st = s.as<Store>();
+        prefetched_ = &st.prefetch;
         llvm::Value* v = expr(st.value);
+        prefetched_ = nullptr;
         const loops::Buffer& buf = p_.buffers[st.buffer];
         llvm::StoreInst* store =
             b_.CreateAlignedStore(toStorage(v, buf.dtype), address(st.buffer, st.index), llvm::Align(elementAlign(buf.dtype)));
@@ -900,8 +902,10 @@ class KernelGen {
       }
       case ExprKind::Load: {
         const loops::Buffer& buf = p_.buffers[e.buffer];
-        llvm::Value* v = b_.CreateAlignedLoad(storageType(ctx_, buf.dtype), address(e.buffer, e.index),
-                                              llvm::Align(elementAlign(buf.dtype)));
+        llvm::LoadInst* v = b_.CreateAlignedLoad(storageType(ctx_, buf.dtype), address(e.buffer, e.index),
+                                                 llvm::Align(elementAlign(buf.dtype)));
+        if (prefetched_ && std::find(prefetched_->begin(), prefetched_->end(), e.buffer) != prefetched_->end())
+          v->setMetadata(llvm::LLVMContext::MD_access_group, prefetchedLoadTag(m_));
         return fromStorage(v, buf.dtype);
       }
       case ExprKind::AccRead: return b_.CreateLoad(ft_, accs_[e.acc]);
@@ -985,6 +989,7 @@ class KernelGen {
   llvm::Type* i64_;
   llvm::Function* fn_ = nullptr;
   bool streamed_ = false;  // a non-temporal store was emitted: the body ends with sfence
+  const std::vector<int>* prefetched_ = nullptr;  // the Store being emitted: tensors whose loads are prefetched
   std::vector<llvm::Value*> buffers_;
   llvm::Value* lo_ = nullptr;
   llvm::Value* hi_ = nullptr;

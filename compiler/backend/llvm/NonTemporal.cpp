@@ -2,17 +2,29 @@
 
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Metadata.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/KnownBits.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace texc {
 
 namespace {
 
 constexpr const char* kTagName = "texc.streaming_stores";
+constexpr const char* kPrefetchTagName = "texc.prefetched_loads";
+
+llvm::MDNode* tagOf(llvm::Module& M, const char* name) {
+  llvm::NamedMDNode* named = M.getOrInsertNamedMetadata(name);
+  if (named->getNumOperands() == 0) named->addOperand(llvm::MDNode::getDistinct(M.getContext(), {}));
+  return named->getOperand(0);
+}
 
 // Whether access-group metadata `md` (one group, or a list of groups) holds `tag`.
 bool holdsTag(const llvm::MDNode* md, const llvm::MDNode* tag) {
@@ -25,13 +37,41 @@ bool holdsTag(const llvm::MDNode* md, const llvm::MDNode* tag) {
 
 }  // namespace
 
-llvm::MDNode* streamingStoreTag(llvm::Module& M) {
-  llvm::NamedMDNode* named = M.getOrInsertNamedMetadata(kTagName);
-  if (named->getNumOperands() == 0) named->addOperand(llvm::MDNode::getDistinct(M.getContext(), {}));
-  return named->getOperand(0);
+llvm::MDNode* streamingStoreTag(llvm::Module& M) { return tagOf(M, kTagName); }
+llvm::MDNode* prefetchedLoadTag(llvm::Module& M) { return tagOf(M, kPrefetchTagName); }
+
+namespace {
+
+// A prefetch of `distance` bytes past every tagged vector load's address (one per vector: the
+// loads of a line are next to each other, and a prefetch of a line already asked for is cheap).
+void prefetchTaggedLoads(llvm::Module& M, int64_t distance) {
+  llvm::NamedMDNode* named = M.getNamedMetadata(kPrefetchTagName);
+  if (!named || named->getNumOperands() == 0) return;
+  const llvm::MDNode* tag = named->getOperand(0);
+  std::vector<llvm::LoadInst*> loads;
+  for (llvm::Function& f : M)
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& inst : bb) {
+        auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst);
+        const llvm::MDNode* groups = load ? load->getMetadata(llvm::LLVMContext::MD_access_group) : nullptr;
+        if (!groups || !holdsTag(groups, tag)) continue;
+        load->setMetadata(llvm::LLVMContext::MD_access_group, nullptr);
+        if (load->getType()->isVectorTy()) loads.push_back(load);
+      }
+  for (llvm::LoadInst* load : loads) {
+    llvm::IRBuilder<> b(load);
+    llvm::Value* ahead = b.CreateConstGEP1_64(b.getInt8Ty(), load->getPointerOperand(), distance);
+    llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(&M, llvm::Intrinsic::prefetch, {b.getPtrTy()});
+    // read, high locality (into L1), data
+    b.CreateCall(prefetch, {ahead, b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+  }
+  named->eraseFromParent();
 }
 
-int finishStreamingStores(llvm::Module& M) {
+}  // namespace
+
+int finishStreamingStores(llvm::Module& M, int64_t prefetchDistance) {
+  prefetchTaggedLoads(M, prefetchDistance);
   llvm::NamedMDNode* named = M.getNamedMetadata(kTagName);
   if (!named || named->getNumOperands() == 0) return 0;
   const llvm::MDNode* tag = named->getOperand(0);

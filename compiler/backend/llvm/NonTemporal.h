@@ -12,6 +12,8 @@
 // scalar remainder of a loop, stay ordinary stores.
 #pragma once
 
+#include <cstdint>
+
 namespace llvm {
 class MDNode;
 class Module;
@@ -21,9 +23,13 @@ namespace texc {
 
 // The access group that tags a streaming store in `M` (created on first use).
 llvm::MDNode* streamingStoreTag(llvm::Module& M);
+// The access group that tags a load to prefetch (stream-stores' Store::prefetch), the same way:
+// after vectorization each tagged vector load gets a prefetch of the address `distance` bytes on.
+llvm::MDNode* prefetchedLoadTag(llvm::Module& M);
 
-// Marks every tagged vector store with a provably aligned address !nontemporal, and removes the
-// tags. Returns the number of stores marked.
-int finishStreamingStores(llvm::Module& M);
+// Marks every tagged vector store with a provably aligned address !nontemporal, puts a prefetch
+// `prefetchDistance` bytes ahead before every tagged vector load, and removes the tags. Returns
+// the number of stores marked.
+int finishStreamingStores(llvm::Module& M, int64_t prefetchDistance);
 
 }  // namespace texc
