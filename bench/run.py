@@ -49,13 +49,15 @@ MIN_REPEAT = 5
 
 ELEMENTWISE_PEERS = ["hand", "halide", "numpy", "numpy_out", "numexpr", "torch"]
 ONE_THREAD_ONLY = {"numpy", "numpy_out"}  # numpy's elementwise operators run on one thread
+# texc with the fast elementary functions beside the precise default (docs/vector-math.md).
+FAST_MATH = {"texc --math=fast": ["--math=fast"]}
 
 
 def gelu(n_rows, d):
     n = n_rows * d
     return dict(name="gelu 2^%d" % int(np.log2(n)), tex="gelu", defs={"N": n_rows, "D": d},
                 inputs={"x": (n_rows, d), "b": (d,), "r": (n_rows, d)}, output="out",
-                bytes=4 * (3 * n + d), limit="add3", peers=ELEMENTWISE_PEERS, tol=1e-4)
+                bytes=4 * (3 * n + d), limit="add3", peers=ELEMENTWISE_PEERS, tol=1e-4, texc_variants=FAST_MATH)
 
 
 def ediff(n):
@@ -67,7 +69,7 @@ def ediff(n):
 def softmax(r, d):
     return dict(name="softmax %dx%d" % (r, d), tex="softmax", defs={"R": r, "D": d},
                 inputs={"x": (r, d)}, output="y", bytes=4 * 2 * r * d, limit="copy",
-                peers=ELEMENTWISE_PEERS, tol=1e-4)
+                peers=ELEMENTWISE_PEERS, tol=1e-4, texc_variants=FAST_MATH)
 
 
 def layernorm(r, d):

@@ -79,6 +79,14 @@ const char* gpuLoopName(GpuLoop g);
 // `for var < extent`. Parallel loops are split across threads, vector loops are the contiguous
 // innermost ones the LLVM vectorizer should widen, scalar loops (a schedule's `vectorize V off`)
 // ones it must leave scalar; a loop with neither mark is LLVM's choice.
+// Loads of `buffer` in a loop's body are preceded by a prefetch of the address `bytes` further
+// on (stream-stores; the CPU backend only).
+struct Prefetch {
+  int buffer = -1;
+  int64_t bytes = 0;
+  bool operator==(const Prefetch&) const = default;
+};
+
 struct Loop {
   int var = -1;
   int64_t extent = 0;
@@ -87,6 +95,7 @@ struct Loop {
   bool scalar = false;
   Block body;
   GpuLoop gpu = GpuLoop::None;  // map-gpu (CUDA pipeline only)
+  std::vector<Prefetch> prefetch = {};  // stream-stores (CPU pipeline only)
 };
 
 // buffer[index] = value.
@@ -97,9 +106,6 @@ struct Store {
   // A non-temporal store, around the caches (stream-stores, loops/StreamStores.h): the CPU
   // backend marks it !nontemporal and ends the kernel with a store fence.
   bool streaming = false;
-  // Tensors whose loads in `value` the CPU backend prefetches ahead of the vector loop
-  // (stream-stores: a streaming store whose value calls a transcendental function).
-  std::vector<int> prefetch = {};
 };
 
 // acc = the identity of `reduce`.

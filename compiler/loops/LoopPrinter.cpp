@@ -70,8 +70,12 @@ struct Printer {
     switch (s.kind()) {
       case StmtKind::Loop: {
         const Loop& l = s.as<Loop>();
-        out += fmt::format("{}for {} < {}{}{}{}{}\n", pad, k.varNames[l.var], l.extent, l.parallel ? " parallel" : "",
-                           l.vectorize ? " vector" : l.scalar ? " scalar" : "", l.gpu == GpuLoop::None ? "" : " ", gpuLoopName(l.gpu));
+        std::string prefetch;
+        for (const Prefetch& f : l.prefetch)
+          prefetch += fmt::format("{} {} +{} B", prefetch.empty() ? "  # prefetch" : ",", p.buffers[f.buffer].name, f.bytes);
+        out += fmt::format("{}for {} < {}{}{}{}{}{}\n", pad, k.varNames[l.var], l.extent, l.parallel ? " parallel" : "",
+                           l.vectorize ? " vector" : l.scalar ? " scalar" : "", l.gpu == GpuLoop::None ? "" : " ", gpuLoopName(l.gpu),
+                           prefetch);
         block(l.body, depth + 1);
         break;
       }

@@ -145,17 +145,53 @@ bool callsTranscendental(const Expr& value) {
   return found;
 }
 
-// The tensors larger than `bytes` that `st` (streamed, in vector loop `var`) reads contiguously.
-std::vector<int> prefetchedTensors(const LoopProgram& p, const Store& st, int var, int64_t bytes) {
-  std::vector<int> out;
-  forEachLoad(st.value, [&](const Expr& e) {
-    const Buffer& b = p.buffers[e.buffer];
-    const bool contiguous = !e.index.empty() && e.index.back().kind == IndexExpr::Kind::Var && e.index.back().var == var;
-    if (b.kind != BufferKind::Local && contiguous && b.numElements() * dtypeBytes(b.dtype) > bytes &&
-        std::find(out.begin(), out.end(), e.buffer) == out.end())
-      out.push_back(e.buffer);
+// Prefetches for the innermost vector loops of a kernel that streams a store and whose bodies call
+// a transcendental function: every tensor larger than `bytes` the body reads contiguously. A
+// tensor whose same row an earlier pass of the kernel already read (softmax's max, then exp) is
+// in cache by now: the loop asks for its next row instead (the row's bytes ahead), which the
+// earlier pass of the next row will then find in cache. Returns the prefetched tensors' names.
+std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t bytes) {
+  std::vector<std::string> names;
+  std::vector<std::pair<size_t, const Expr*>> loads;  // every load, with its statement's position
+  size_t position = 0;
+  forEachStmt(k.body, [&](const Stmt& s) {
+    if (const Expr* v = valueOf(s)) forEachLoad(*v, [&](const Expr& e) { loads.push_back({position, &e}); });
+    ++position;
   });
-  return out;
+  position = 0;
+  forEachStmt(k.body, [&](Stmt& s) {
+    const size_t at = position++;
+    if (!s.is<Loop>()) return;
+    Loop& l = s.as<Loop>();
+    l.prefetch.clear();
+    if (!l.vectorize || holdsLoop(l.body)) return;
+    bool heavy = false;
+    for (const Stmt& c : l.body)
+      if (const Expr* v = valueOf(c)) heavy = heavy || callsTranscendental(*v);
+    if (!heavy) return;
+    for (const Stmt& c : l.body) {
+      const Expr* v = valueOf(c);
+      if (!v) continue;
+      forEachLoad(*v, [&](const Expr& e) {
+        const Buffer& b = p.buffers[e.buffer];
+        const bool contiguous = !e.index.empty() && e.index.back().kind == IndexExpr::Kind::Var && e.index.back().var == l.var;
+        if (b.kind == BufferKind::Local || !contiguous || b.numElements() * dtypeBytes(b.dtype) <= bytes) return;
+        for (const Prefetch& f : l.prefetch)
+          if (f.buffer == e.buffer) return;
+        bool readBefore = false;
+        for (const auto& [where, other] : loads)
+          if (where < at && other->buffer == e.buffer && other->index.size() == e.index.size()) {
+            bool sameRow = true;
+            for (size_t d = 0; sameRow && d + 1 < e.index.size(); ++d) sameRow = equal(other->index[d], e.index[d]);
+            readBefore = readBefore || sameRow;
+          }
+        const int64_t rowBytes = b.shape.back() * dtypeBytes(b.dtype);
+        l.prefetch.push_back({e.buffer, readBefore && l.extent == b.shape.back() ? rowBytes : kPrefetchBytes});
+        if (std::find(names.begin(), names.end(), b.name) == names.end()) names.push_back(b.name);
+      });
+    }
+  });
+  return names;
 }
 
 }  // namespace
@@ -163,6 +199,7 @@ std::vector<int> prefetchedTensors(const LoopProgram& p, const Store& st, int va
 int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
   int marked = 0;
   for (Kernel& k : p.kernels) {
+    const int markedBefore = marked;
     // Rows written, read back and overwritten go through a local row first (stageRow).
     std::map<int, int64_t> extents;
     forEachStmt(k.body, [&](const Stmt& s) {
@@ -186,7 +223,6 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
       ++position;
     });
     std::map<int, std::vector<std::string>> verdicts;  // buffer -> why not, one per store ("" = streamed)
-    std::vector<std::string> prefetched;
     position = 0;
     walkWithEnclosing(k.body, [&](Stmt& s, const std::vector<Stmt*>& enclosing) {
       if (s.is<Store>()) {
@@ -197,12 +233,6 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
         if (bytes > lastLevelCacheBytes) {
           std::string why = whyNot(p, st, position, enclosing, loads);
           st.streaming = why.empty();
-          st.prefetch.clear();
-          if (st.streaming && callsTranscendental(st.value))
-            st.prefetch = prefetchedTensors(p, st, enclosing.back()->as<Loop>().var, lastLevelCacheBytes);
-          for (int b : st.prefetch)
-            if (std::find(prefetched.begin(), prefetched.end(), p.buffers[b].name) == prefetched.end())
-              prefetched.push_back(p.buffers[b].name);
           marked += st.streaming;
           verdicts[st.buffer].push_back(why);
         }
@@ -231,10 +261,12 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
       else
         note += fmt::format("{} cached, {}, but {}", b.name, size, kept);
     }
-    if (!prefetched.empty()) {
+    // Prefetches only where something streams: the kernel moves tensors larger than the cache.
+    if (marked > markedBefore) {
+      std::vector<std::string> prefetched = addPrefetches(p, k, lastLevelCacheBytes);
       std::string names;
       for (const std::string& n : prefetched) names += (names.empty() ? "" : ", ") + n;
-      note += fmt::format("; {} prefetched {} bytes ahead (transcendental arithmetic: compute-bound)", names, kPrefetchBytes);
+      if (!names.empty()) note += fmt::format("; {} prefetched (transcendental arithmetic: compute-bound; the loops say how far)", names);
     }
     k.streaming = note;
   }

@@ -175,9 +175,7 @@ class KernelGen {
       case StmtKind::Loop: loop(s.as<Loop>(), outermost && s.as<Loop>().parallel); break;
       case StmtKind::Store: {
         const Store& st = s.as<Store>();
-        prefetched_ = &st.prefetch;
         llvm::Value* v = expr(st.value);
-        prefetched_ = nullptr;
         const loops::Buffer& buf = p_.buffers[st.buffer];
         llvm::StoreInst* store =
             b_.CreateAlignedStore(toStorage(v, buf.dtype), address(st.buffer, st.index), llvm::Align(elementAlign(buf.dtype)));
@@ -740,7 +738,10 @@ class KernelGen {
     varExtents_[l.var] = l.extent;
     llvm::BranchInst* latch = countedLoop(k_.varNames[l.var], start, end, [&](llvm::Value* iv) {
       vars_[l.var] = iv;
+      const std::vector<loops::Prefetch>* outer = prefetched_;
+      if (!l.prefetch.empty()) prefetched_ = &l.prefetch;
       for (const Stmt& c : l.body) stmt(c, false);
+      prefetched_ = outer;
       vars_[l.var] = nullptr;
     });
     varExtents_[l.var] = 0;
@@ -904,8 +905,9 @@ class KernelGen {
         const loops::Buffer& buf = p_.buffers[e.buffer];
         llvm::LoadInst* v = b_.CreateAlignedLoad(storageType(ctx_, buf.dtype), address(e.buffer, e.index),
                                                  llvm::Align(elementAlign(buf.dtype)));
-        if (prefetched_ && std::find(prefetched_->begin(), prefetched_->end(), e.buffer) != prefetched_->end())
-          v->setMetadata(llvm::LLVMContext::MD_access_group, prefetchedLoadTag(m_));
+        if (prefetched_)
+          for (const loops::Prefetch& f : *prefetched_)
+            if (f.buffer == e.buffer) v->setMetadata(llvm::LLVMContext::MD_access_group, prefetchedLoadTag(m_, f.bytes));
         return fromStorage(v, buf.dtype);
       }
       case ExprKind::AccRead: return b_.CreateLoad(ft_, accs_[e.acc]);
@@ -989,7 +991,7 @@ class KernelGen {
   llvm::Type* i64_;
   llvm::Function* fn_ = nullptr;
   bool streamed_ = false;  // a non-temporal store was emitted: the body ends with sfence
-  const std::vector<int>* prefetched_ = nullptr;  // the Store being emitted: tensors whose loads are prefetched
+  const std::vector<loops::Prefetch>* prefetched_ = nullptr;  // the loop being emitted: loads to prefetch
   std::vector<llvm::Value*> buffers_;
   llvm::Value* lo_ = nullptr;
   llvm::Value* hi_ = nullptr;

@@ -23,7 +23,6 @@
 #include <stdexcept>
 
 #include "compiler/backend/llvm/NonTemporal.h"
-#include "compiler/loops/StreamStores.h"
 
 namespace texc {
 
@@ -147,7 +146,7 @@ void optimizeModule(llvm::Module& M, llvm::TargetMachine& TM, int optLevel) {
     default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
   }
   mpm.run(M, mam);
-  finishStreamingStores(M, loops::kPrefetchBytes);
+  finishStreamingStores(M);
   // An invalid module out of LLVM's own pipeline would crash the code generator: say so instead.
   if (llvm::verifyModule(M, &problemStream))
     throw std::runtime_error("texc: internal error: LLVM's optimisation pipeline produced an invalid module (an LLVM bug; -O0 avoids it):\n" +

@@ -11,6 +11,8 @@
 #include <llvm/Support/KnownBits.h>
 
 #include <algorithm>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace texc {
@@ -18,7 +20,8 @@ namespace texc {
 namespace {
 
 constexpr const char* kTagName = "texc.streaming_stores";
-constexpr const char* kPrefetchTagName = "texc.prefetched_loads";
+// One tag per distance: "texc.prefetched_loads.1024".
+constexpr const char* kPrefetchTagPrefix = "texc.prefetched_loads.";
 
 llvm::MDNode* tagOf(llvm::Module& M, const char* name) {
   llvm::NamedMDNode* named = M.getOrInsertNamedMetadata(name);
@@ -38,15 +41,16 @@ bool holdsTag(const llvm::MDNode* md, const llvm::MDNode* tag) {
 }  // namespace
 
 llvm::MDNode* streamingStoreTag(llvm::Module& M) { return tagOf(M, kTagName); }
-llvm::MDNode* prefetchedLoadTag(llvm::Module& M) { return tagOf(M, kPrefetchTagName); }
+llvm::MDNode* prefetchedLoadTag(llvm::Module& M, int64_t distance) {
+  return tagOf(M, (kPrefetchTagPrefix + std::to_string(distance)).c_str());
+}
 
 namespace {
 
 // A prefetch of `distance` bytes past every tagged vector load's address (one per vector: the
 // loads of a line are next to each other, and a prefetch of a line already asked for is cheap).
-void prefetchTaggedLoads(llvm::Module& M, int64_t distance) {
-  llvm::NamedMDNode* named = M.getNamedMetadata(kPrefetchTagName);
-  if (!named || named->getNumOperands() == 0) return;
+void prefetchTaggedLoads(llvm::Module& M, llvm::NamedMDNode* named, int64_t distance) {
+  if (named->getNumOperands() == 0) return;
   const llvm::MDNode* tag = named->getOperand(0);
   std::vector<llvm::LoadInst*> loads;
   for (llvm::Function& f : M)
@@ -70,8 +74,14 @@ void prefetchTaggedLoads(llvm::Module& M, int64_t distance) {
 
 }  // namespace
 
-int finishStreamingStores(llvm::Module& M, int64_t prefetchDistance) {
-  prefetchTaggedLoads(M, prefetchDistance);
+int finishStreamingStores(llvm::Module& M) {
+  std::vector<std::pair<llvm::NamedMDNode*, int64_t>> prefetchTags;
+  for (llvm::NamedMDNode& named : M.named_metadata()) {
+    const llvm::StringRef name = named.getName();
+    if (name.starts_with(kPrefetchTagPrefix))
+      prefetchTags.push_back({&named, std::stoll(name.drop_front(std::strlen(kPrefetchTagPrefix)).str())});
+  }
+  for (auto [named, distance] : prefetchTags) prefetchTaggedLoads(M, named, distance);
   llvm::NamedMDNode* named = M.getNamedMetadata(kTagName);
   if (!named || named->getNumOperands() == 0) return 0;
   const llvm::MDNode* tag = named->getOperand(0);

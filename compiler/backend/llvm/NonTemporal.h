@@ -23,13 +23,12 @@ namespace texc {
 
 // The access group that tags a streaming store in `M` (created on first use).
 llvm::MDNode* streamingStoreTag(llvm::Module& M);
-// The access group that tags a load to prefetch (stream-stores' Store::prefetch), the same way:
-// after vectorization each tagged vector load gets a prefetch of the address `distance` bytes on.
-llvm::MDNode* prefetchedLoadTag(llvm::Module& M);
+// The access group that tags a load to prefetch `distance` bytes ahead (stream-stores' Loop::prefetch),
+// the same way: after vectorization each tagged vector load gets a prefetch of that address.
+llvm::MDNode* prefetchedLoadTag(llvm::Module& M, int64_t distance);
 
 // Marks every tagged vector store with a provably aligned address !nontemporal, puts a prefetch
-// `prefetchDistance` bytes ahead before every tagged vector load, and removes the tags. Returns
-// the number of stores marked.
-int finishStreamingStores(llvm::Module& M, int64_t prefetchDistance);
+// before every tagged vector load, and removes the tags. Returns the number of stores marked.
+int finishStreamingStores(llvm::Module& M);
 
 }  // namespace texc

@@ -32,6 +32,20 @@ constexpr double kExpm1D[] = {
     0x1p-1, 0x1.5555555555559p-3, 0x1.555555555553ep-5, 0x1.111111110f673p-7, 0x1.6c16c16c1f268p-10,
     0x1.a01a01b0020dap-13, 0x1.a01a017b62105p-16, 0x1.71ddf7fe17aep-19, 0x1.27e53692c22a8p-22,
     0x1.af5f68f541fafp-26, 0x1.1ee8943b97981p-29};
+// f32 exp: e^r = 1 + r*(c1 + r*(c2 + ...)) on |r| <= ln2/2, these c1..c6.
+constexpr double kExpF[] = {
+    0x1p+0, 0x1.fffffcp-2, 0x1.55548ap-3, 0x1.55584cp-5, 0x1.123f66p-7, 0x1.6ad988p-10};
+// Fast mode (f32): e^r = 1 + r*(c1 + ...) on |r| <= ln2/2, degree 4.
+constexpr double kExpFastF[] = {0x1.fff998p-1, 0x1.fff552p-2, 0x1.5840f8p-3, 0x1.5b354cp-5};
+// Fast mode: log1p(f) = f + f^2 * P(f) on sqrt(1/2)-1 <= f <= sqrt(2)-1, P of degree 5.
+constexpr double kLogFastF[] = {
+    -0x1.00011ep-1, 0x1.553016p-2, -0x1.fe5668p-3, 0x1.a2d526p-3, -0x1.7cbf7p-3, 0x1.e95f2cp-4};
+// Fast mode: tanh(x) = x * P(z) / Q(z) and erf(x) = x * P(z) / Q(z), z = x^2, with Q's constant
+// term 1 (not listed); for |x| up to the clamps below.
+constexpr double kTanhFastPF[] = {0x1.ffffep-1, 0x1.f6c242p-4, 0x1.26c936p-9, 0x1.fb51aep-19};
+constexpr double kTanhFastQF[] = {0x1.d3039ep-2, 0x1.573f98p-6, 0x1.23b71cp-13};
+constexpr double kErfFastPF[] = {0x1.20dd9ap+0, 0x1.5047e4p-3, 0x1.767fb8p-5, 0x1.174658p-10};
+constexpr double kErfFastQF[] = {0x1.ea6542p-2, 0x1.9961c8p-4, 0x1.578b86p-7, 0x1.0b0f02p-15};
 // log((1+s)/(1-s)) = 2s + s*R(z), z = s^2 <= 0.0295: R(z) = z * (these, in z).
 constexpr double kLogF[] = {
     0x1.55557cp-1, 0x1.995cbcp-2, 0x1.321d36p-2};
@@ -125,7 +139,13 @@ constexpr double kErfOneD = 5.93;
 constexpr double kExpMaxF = 89.0, kExpMinF = -104.0;
 constexpr double kExpMaxD = 710.0, kExpMinD = -746.0;
 // tanh(x) rounds to +-1 beyond these.
-constexpr double kTanhMaxF = 10.0, kTanhMaxD = 20.0;
+constexpr double kTanhMaxF = 9.05, kTanhMaxD = 20.0;
+// Fast mode: the smallest floats at which the rational tanh and erf above evaluate to exactly 1
+// (they stay below 1 under them); and exp's normal results, for x from kExpFastMinF (the first
+// float above -126 ln2) up to kExpFastMaxF = 128 * kLn2HiF, the first float whose e^x rounds to
+// +inf.
+constexpr double kTanhFastMaxF = 0x1.dabf1ap+2, kErfFastMaxF = 0x1.c73fa4p+1;
+constexpr double kExpFastMinF = -0x1.5d589ep+6, kExpFastMaxF = 0x1.62e43p+6;
 // sin/cos: largest |x| for which the three-part Cody-Waite reduction stays accurate.
 constexpr double kTrigMaxF = 0x1p19, kTrigMaxD = 0x1p47;
 
@@ -253,6 +273,124 @@ Value* expCore(Emitter& e, Value* x, Value* lo) {
   Value* n1 = e.floor(e.mul(red.n, e.c(0.5)));
   Value* n2 = e.sub(red.n, n1);
   return e.mul(e.mul(p, e.pow2(e.toInt(n1))), e.pow2(e.toInt(n2)));
+}
+
+// exp for float: clamp, reduce, evaluate e^r in one Horner chain and scale by 2^n in two exact
+// steps, 2^(n-n1) * 2^n1 with n1 = rint(x / (2 ln2)): the first product is exact and the second
+// rounds once, which gives gradual underflow and overflow to +inf without a select. n and n1 come
+// from magic-number roundings whose low bits hold n + 254 and n1 + 127, so both scale factors are
+// one shift (and one integer subtraction) away. NaN propagates through p.
+Value* expFloat(Emitter& e, Value* x) {
+  Value* xc = e.sel(e.olt(x, e.c(kExpMinF)), e.c(kExpMinF), x);
+  xc = e.sel(e.ogt(xc, e.c(kExpMaxF)), e.c(kExpMaxF), xc);
+  Value* t = e.fma(xc, e.c(kLog2eF), e.c(e.magic() + 254));
+  Value* t1 = e.fma(xc, e.c(kLog2eF * 0.5), e.c(e.magic() + 127));
+  Value* n = e.sub(t, e.c(e.magic() + 254));
+  Value* r = e.fma(n, e.c(-kLn2HiF), xc);  // exact
+  r = e.fma(n, e.c(-kLn2LoF), r);
+  Value* p = e.fma(e.horner(r, kExpF), r, e.c(1.0));
+  Value* s1 = e.fromBits(e.b.CreateShl(e.b.CreateSub(e.bits(t), e.bits(t1)), e.ci(23)));
+  Value* s2 = e.fromBits(e.b.CreateShl(e.bits(t1), e.ci(23)));
+  return e.mul(e.mul(p, s1), s2);
+}
+
+// sigmoid for float from u = exp(-|x|) in (0, 1] (as expFloat, but 2^n is applied as 2^(n+64) *
+// 2^-64, since n <= 0) and one division: with q = u / (1 + u), 1 - q for x >= 0 and u * (1 - q)
+// for x < 0, both as fma(B, -q, B). The second form makes the rounding error of the division
+// matter only in proportion to u, so tiny results are as accurate as u itself.
+Value* sigmoidFloat(Emitter& e, Value* x) {
+  Value* v = e.fromBits(e.b.CreateOr(e.bits(x), e.ci(0x80000000u)));  // -|x|
+  Value* vc = e.sel(e.olt(v, e.c(kExpMinF)), e.c(kExpMinF), v);
+  const double magic = e.magic() + 127 + 64;
+  Value* t = e.fma(vc, e.c(kLog2eF), e.c(magic));
+  Value* n = e.sub(t, e.c(magic));
+  Value* r = e.fma(n, e.c(-kLn2HiF), vc);
+  r = e.fma(n, e.c(-kLn2LoF), r);
+  Value* p = e.fma(e.horner(r, kExpF), r, e.c(1.0));
+  Value* u = e.mul(e.mul(p, e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)))), e.c(0x1p-64));
+  Value* negQ = e.div(u, e.sub(e.c(-1.0), u));
+  Value* b = e.sel(e.olt(x, e.c(0.0)), u, e.c(1.0));
+  return e.fma(b, negQ, b);
+}
+
+// tanh for float. With a = min(|x|, 9.05) and u = exp(-2a): P = 1 - u = -expm1(-2a), computed as
+// fma(s, E, 1 - s) with s = 2^n and E = -expm1(-v) for the reduced v = 2a + n ln2, and
+// tanh(a) = P / (2 - P), all at half scale (P/2, 1 - P/2). The quotient q is then corrected by
+// its exact residual: with c = P/2 - q (exact) the residual is c + q*P/2, and 1/(1 - P/2) = 1 + q,
+// so tanh(a) = q + (c + q*P/2) * (1 + q). That removes the rounding of the denominator and of the
+// division; what remains is the rounding of P, magnified up to 2x where P and the result share a
+// binade (0.17 < a < 0.75, where the error reaches 1.93 ulp).
+Value* tanhFloat(Emitter& e, Value* x) {
+  Value* ax = e.fabs(x);
+  Value* a = e.sel(e.ogt(ax, e.c(kTanhMaxF)), e.c(kTanhMaxF), ax);
+  const double magic = e.magic() + 126;  // the low bits of t hold n + 126: s/2 = 2^(n-1)
+  Value* t = e.fma(a, e.c(-2 * kLog2eF), e.c(magic));
+  Value* n = e.sub(t, e.c(magic));
+  Value* v = e.fma(n, e.c(kLn2HiF), e.add(a, a));  // exact; ln2's low part is negligible here
+  // -expm1(-v) = v + v^2 * (-Q(-v)): kExpm1F with alternating signs.
+  double negQ[std::size(kExpm1F)];
+  for (size_t j = 0; j < std::size(kExpm1F); ++j) negQ[j] = (j % 2 ? 1 : -1) * kExpm1F[j];
+  Value* em = e.fma(e.mul(v, v), e.horner(v, negQ), v);
+  Value* halfS = e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)));
+  Value* halfP = e.fma(halfS, em, e.sub(e.c(0.5), halfS));
+  Value* q = e.div(halfP, e.sub(e.c(1.0), halfP));
+  Value* res = e.fma(q, halfP, e.sub(halfP, q));
+  return e.copysign(e.fma(res, e.add(e.c(1.0), q), q), x);
+}
+
+// Fast mode (float only). exp: one Cody-Waite step, a degree-4 polynomial and 2^n added to p's
+// exponent field as an integer. That is exact while the result is normal: between the limits
+// p >= 1 where n = -126 (r >= 0) and p <= 1 where n = 128 (r <= 0, as p = 1 + r * (positive)).
+// Below, results flush to +0; from 128 * kLn2HiF on, where e^x rounds to +inf, the result is +inf
+// (x + inf, which also passes NaN on): one select each.
+Value* fastExpFloat(Emitter& e, Value* x) {
+  Value* t = e.fma(x, e.c(kLog2eF), e.c(e.magic()));
+  Value* n = e.sub(t, e.c(e.magic()));
+  Value* r = e.fma(n, e.c(-kLn2HiF), x);
+  Value* p = e.fma(e.horner(r, kExpFastF), r, e.c(1.0));
+  Value* y = e.fromBits(e.b.CreateAdd(e.bits(p), e.b.CreateShl(e.bits(t), e.ci(23))));
+  y = e.sel(e.olt(x, e.c(kExpFastMinF)), e.c(0.0), y);
+  return e.sel(e.olt(x, e.c(kExpFastMaxF)), y, e.add(x, e.inf()));
+}
+
+// 1 / (1 + exp(-x)) with the fast exp of -x folded in (r is negated, so the polynomial's odd
+// coefficients change sign). exp(-x) flushes to 0 for x > 87.34 (result 1) and is +inf for
+// x <= -88.72 (result +0, where sigmoid is below 3e-39).
+Value* fastSigmoidFloat(Emitter& e, Value* x) {
+  Value* t = e.fma(x, e.c(-kLog2eF), e.c(e.magic()));
+  Value* n = e.sub(t, e.c(e.magic()));
+  Value* r = e.fma(n, e.c(kLn2HiF), x);  // = -(-x - n ln2)
+  double c[std::size(kExpFastF)];
+  for (size_t j = 0; j < std::size(kExpFastF); ++j) c[j] = (j % 2 ? 1 : -1) * kExpFastF[j];
+  Value* p = e.fma(e.horner(r, c), r, e.c(1.0));
+  Value* u = e.fromBits(e.b.CreateAdd(e.bits(p), e.b.CreateShl(e.bits(t), e.ci(23))));
+  u = e.sel(e.ogt(x, e.c(-kExpFastMinF)), e.c(0.0), u);
+  u = e.sel(e.ogt(x, e.c(-kExpFastMaxF)), u, e.sub(e.inf(), x));
+  return e.div(e.c(1.0), e.add(e.c(1.0), u));
+}
+
+// x * P(x^2) / Q(x^2) for x clamped to [-limit, limit] (ordered selects keep NaN); odd, so the
+// clamps give exactly +-1 and -0 stays -0.
+Value* fastRationalFloat(Emitter& e, Value* x, double limit, std::span<const double> P, std::span<const double> Q) {
+  Value* xc = e.sel(e.ogt(x, e.c(limit)), e.c(limit), x);
+  xc = e.sel(e.olt(xc, e.c(-limit)), e.c(-limit), xc);
+  Value* z = e.mul(xc, xc);
+  Value* den = e.fma(e.horner(z, Q), z, e.c(1.0));
+  return e.div(e.mul(xc, e.horner(z, P)), den);
+}
+
+// log: x = 2^k * m with m in [sqrt(1/2), sqrt(2)) straight from the bits (k by an arithmetic
+// shift and sitofp, exact for 32-bit lanes), log(m) = f + f^2 * P(f) with f = m - 1, plus k*ln2.
+// Subnormal inputs count as zero (-inf), like the rest of the fast forms' flush to zero.
+Value* fastLogFloat(Emitter& e, Value* x) {
+  const uint64_t sqrtHalf = 0x3f3504f3;
+  Value* d = e.b.CreateSub(e.bits(x), e.ci(sqrtHalf));
+  Value* k = e.b.CreateSIToFP(e.b.CreateAShr(d, e.ci(23)), e.ft);
+  Value* f = e.sub(e.fromBits(e.b.CreateAdd(e.b.CreateAnd(d, e.ci(0x7fffff)), e.ci(sqrtHalf))), e.c(1.0));
+  Value* y = e.fma(k, e.c(kLn2HiF), e.fma(e.mul(f, f), e.horner(f, kLogFastF), f));
+  Value* tiny = e.sel(e.oge(x, e.c(0.0)), e.neg(e.inf()), e.nan());  // also NaN for NaN
+  y = e.sel(e.oge(x, e.c(0x1p-126)), y, tiny);
+  return e.sel(e.oeq(x, e.inf()), x, y);
 }
 
 // expm1(a) for -2*kTanhMax <= a <= 0, accurate relative to the result near 0:
@@ -406,6 +544,7 @@ Value* sinOrCos(llvm::IRBuilder<>& B, Value* x, bool isCos) {
 Value* emitExp(llvm::IRBuilder<>& B, Value* x) {
   StrictFP strict(B);
   Emitter e(B, x->getType());
+  if (!e.f64) return expFloat(e, x);
   return expCore(e, x, nullptr);
 }
 
@@ -419,8 +558,9 @@ Value* emitLog(llvm::IRBuilder<>& B, Value* x) {
 Value* emitTanh(llvm::IRBuilder<>& B, Value* x) {
   StrictFP strict(B);
   Emitter e(B, x->getType());
+  if (!e.f64) return tanhFloat(e, x);
   Value* ax = e.fabs(x);
-  Value* limit = e.c(e.pick(kTanhMaxF, kTanhMaxD));
+  Value* limit = e.c(kTanhMaxD);
   Value* a = e.sel(e.ogt(ax, limit), limit, ax);
   // tanh(a) = -t / (t + 2) with t = expm1(-2a): no cancellation anywhere, and tanh(a) = a for tiny a.
   Value* t = expm1Negative(e, e.mul(a, e.c(-2.0)));
@@ -431,6 +571,7 @@ Value* emitTanh(llvm::IRBuilder<>& B, Value* x) {
 Value* emitSigmoid(llvm::IRBuilder<>& B, Value* x) {
   StrictFP strict(B);
   Emitter e(B, x->getType());
+  if (!e.f64) return sigmoidFloat(e, x);
   // With u = exp(-|x|) <= 1: 1/(1+u) for x >= 0 and u/(1+u) for x < 0, so nothing overflows and
   // results down to the subnormal range keep their relative accuracy.
   Value* u = expCore(e, e.neg(e.fabs(x)), nullptr);
@@ -527,7 +668,20 @@ void checkArity(MathFn fn, llvm::ArrayRef<Value*> args) {
 
 Value* emitMath(llvm::IRBuilder<>& B, MathFn fn, llvm::ArrayRef<Value*> args, MathMode mode) {
   checkArity(fn, args);
-  (void)mode;  // TODO(fast forms)
+  llvm::Type* scalar = args[0]->getType()->getScalarType();
+  if (mode == MathMode::Fast && scalar->isFloatTy()) {
+    // Fast forms exist for float; double, sin, cos and pow use the precise expansions.
+    StrictFP strict(B);
+    Emitter e(B, args[0]->getType());
+    switch (fn) {
+      case MathFn::Exp: return fastExpFloat(e, args[0]);
+      case MathFn::Log: return fastLogFloat(e, args[0]);
+      case MathFn::Tanh: return fastRationalFloat(e, args[0], kTanhFastMaxF, kTanhFastPF, kTanhFastQF);
+      case MathFn::Sigmoid: return fastSigmoidFloat(e, args[0]);
+      case MathFn::Erf: return fastRationalFloat(e, args[0], kErfFastMaxF, kErfFastPF, kErfFastQF);
+      default: break;
+    }
+  }
   switch (fn) {
     case MathFn::Exp: return emitExp(B, args[0]);
     case MathFn::Log: return emitLog(B, args[0]);
