@@ -275,11 +275,21 @@ Value* expCore(Emitter& e, Value* x, Value* lo) {
   return e.mul(e.mul(p, e.pow2(e.toInt(n1))), e.pow2(e.toInt(n2)));
 }
 
-// exp for float: clamp, reduce, evaluate e^r in one Horner chain and scale by 2^n in two exact
-// steps, 2^(n-n1) * 2^n1 with n1 = rint(x / (2 ln2)): the first product is exact and the second
-// rounds once, which gives gradual underflow and overflow to +inf without a select. n and n1 come
-// from magic-number roundings whose low bits hold n + 254 and n1 + 127, so both scale factors are
-// one shift (and one integer subtraction) away. NaN propagates through p.
+// e^r = 1 + r*(c1 + r*B(r)) for float, |r| <= ln2/2, with B = (c2 + c3 r) + r^2 ((c4 + c5 r) +
+// r^2 c6) evaluated Estrin-style (one more multiplication than Horner, four FMA latencies fewer);
+// the last two steps stay Horner, as they carry the roundings that matter.
+Value* expPolyFloat(Emitter& e, Value* r) {
+  const double* c = kExpF;
+  Value* r2 = e.mul(r, r);
+  Value* b = e.fma(r2, e.fma(r2, e.c(c[5]), e.fma(r, e.c(c[4]), e.c(c[3]))), e.fma(r, e.c(c[2]), e.c(c[1])));
+  return e.fma(e.fma(b, r, e.c(c[0])), r, e.c(1.0));
+}
+
+// exp for float: clamp, reduce, evaluate e^r and scale by 2^n in two exact steps,
+// 2^(n-n1) * 2^n1 with n1 = rint(x / (2 ln2)): the first product is exact and the second rounds
+// once, which gives gradual underflow and overflow to +inf without a select. n and n1 come from
+// magic-number roundings whose low bits hold n + 254 and n1 + 127, so both scale factors are one
+// shift (and one integer subtraction) away. NaN propagates through p.
 Value* expFloat(Emitter& e, Value* x) {
   Value* xc = e.sel(e.olt(x, e.c(kExpMinF)), e.c(kExpMinF), x);
   xc = e.sel(e.ogt(xc, e.c(kExpMaxF)), e.c(kExpMaxF), xc);
@@ -288,7 +298,7 @@ Value* expFloat(Emitter& e, Value* x) {
   Value* n = e.sub(t, e.c(e.magic() + 254));
   Value* r = e.fma(n, e.c(-kLn2HiF), xc);  // exact
   r = e.fma(n, e.c(-kLn2LoF), r);
-  Value* p = e.fma(e.horner(r, kExpF), r, e.c(1.0));
+  Value* p = expPolyFloat(e, r);
   Value* s1 = e.fromBits(e.b.CreateShl(e.b.CreateSub(e.bits(t), e.bits(t1)), e.ci(23)));
   Value* s2 = e.fromBits(e.b.CreateShl(e.bits(t1), e.ci(23)));
   return e.mul(e.mul(p, s1), s2);
@@ -306,7 +316,7 @@ Value* sigmoidFloat(Emitter& e, Value* x) {
   Value* n = e.sub(t, e.c(magic));
   Value* r = e.fma(n, e.c(-kLn2HiF), vc);
   r = e.fma(n, e.c(-kLn2LoF), r);
-  Value* p = e.fma(e.horner(r, kExpF), r, e.c(1.0));
+  Value* p = expPolyFloat(e, r);
   Value* u = e.mul(e.mul(p, e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)))), e.c(0x1p-64));
   Value* negQ = e.div(u, e.sub(e.c(-1.0), u));
   Value* b = e.sel(e.olt(x, e.c(0.0)), u, e.c(1.0));
@@ -327,10 +337,12 @@ Value* tanhFloat(Emitter& e, Value* x) {
   Value* t = e.fma(a, e.c(-2 * kLog2eF), e.c(magic));
   Value* n = e.sub(t, e.c(magic));
   Value* v = e.fma(n, e.c(kLn2HiF), e.add(a, a));  // exact; ln2's low part is negligible here
-  // -expm1(-v) = v + v^2 * (-Q(-v)): kExpm1F with alternating signs.
-  double negQ[std::size(kExpm1F)];
-  for (size_t j = 0; j < std::size(kExpm1F); ++j) negQ[j] = (j % 2 ? 1 : -1) * kExpm1F[j];
-  Value* em = e.fma(e.mul(v, v), e.horner(v, negQ), v);
+  // -expm1(-v) = v + v^2 * (-Q(-v)): kExpm1F with alternating signs, Estrin-style with v^2.
+  double c[std::size(kExpm1F)];
+  for (size_t j = 0; j < std::size(kExpm1F); ++j) c[j] = (j % 2 ? 1 : -1) * kExpm1F[j];
+  Value* v2 = e.mul(v, v);
+  Value* negQ = e.fma(v2, e.fma(v2, e.c(c[4]), e.fma(v, e.c(c[3]), e.c(c[2]))), e.fma(v, e.c(c[1]), e.c(c[0])));
+  Value* em = e.fma(v2, negQ, v);
   Value* halfS = e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)));
   Value* halfP = e.fma(halfS, em, e.sub(e.c(0.5), halfS));
   Value* q = e.div(halfP, e.sub(e.c(1.0), halfP));
