@@ -169,29 +169,104 @@ def cpu_info():
         return m.group(1).strip() if m else ""
     flags = set(field("flags").split())
     return dict(model=field("model name") or platform.processor(), cores=os.cpu_count(), avx2="avx2" in flags,
-                fma="fma" in flags, avx512f="avx512f" in flags, family=int(field("cpu family") or 0),
+                fma="fma" in flags, avx512f="avx512f" in flags, avx512_bf16="avx512_bf16" in flags,
+                amx="amx_tile" in flags, family=int(field("cpu family") or 0),
                 vendor=field("vendor_id"))
 
 
-def openblas_coretype(cpu):
-    """OpenBLAS's kernel choice: Debian's build falls back to a slow generic kernel on CPUs it
-    does not know, so name the right one unless the user already did."""
+# The peers' own kernel choice, probed in a child process (each library reads its variable once,
+# when it loads): the name the library reports running under `env`.
+_PROBE = {
+    "openblas": "import ctypes, ctypes.util\n"
+                "l = ctypes.CDLL(ctypes.util.find_library('openblas'))\n"
+                "l.openblas_get_corename.restype = ctypes.c_char_p\n"
+                "print(l.openblas_get_corename().decode())\n",
+    "blis": "import ctypes, ctypes.util\n"
+            "l = ctypes.CDLL(ctypes.util.find_library('blis'))\n"
+            "l.bli_init()\n"
+            "l.bli_arch_string.restype = ctypes.c_char_p\n"
+            "print(l.bli_arch_string(l.bli_arch_query_id()).decode())\n",
+}
+
+
+def probe_kernel(lib, env_extra):
+    env = dict(os.environ)
+    env.update(env_extra)
+    try:
+        p = subprocess.run([sys.executable, "-c", _PROBE[lib]], capture_output=True, text=True, env=env, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return p.stdout.strip() if p.returncode == 0 else ""
+
+
+def blis_arch_ids():
+    """BLIS 0.9 reads BLIS_ARCH_TYPE as the index of its arch_t enum: map the names to indices."""
+    code = ("import ctypes, ctypes.util\n"
+            "l = ctypes.CDLL(ctypes.util.find_library('blis'))\n"
+            "l.bli_arch_string.restype = ctypes.c_char_p\n"
+            "print(' '.join(l.bli_arch_string(i).decode() for i in range(40) if l.bli_arch_string(i)))\n")
+    try:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    names = p.stdout.split() if p.returncode == 0 else []
+    return {name: i for i, name in enumerate(names)}
+
+
+def peer_kernels(cpu):
+    """The BLAS peers at their best kernel for this CPU: OpenBLAS's core type and BLIS's arch,
+    from the newest the CPU runs, each kept only when the library then reports running it (a
+    name the library does not know, or a kernel whose instructions the CPU lacks, falls back to
+    the library's own choice). Debian's OpenBLAS 0.3.21 runs SkylakeX kernels on a Sapphire
+    Rapids unless told Cooperlake; Debian's BLIS 0.9 runs haswell kernels there unless told skx.
+    A variable the user already set is kept. Returns (env, words for the report)."""
+    env, said = {}, []
     if "OPENBLAS_CORETYPE" in os.environ:
-        return os.environ["OPENBLAS_CORETYPE"]
-    if cpu["avx512f"]:
-        return "SkylakeX"
-    if cpu["vendor"] == "AuthenticAMD" and cpu["family"] >= 0x17:
-        return "Zen"
-    return "Haswell" if cpu["avx2"] else ""
+        env["OPENBLAS_CORETYPE"] = os.environ["OPENBLAS_CORETYPE"]
+        said.append("OpenBLAS %s (OPENBLAS_CORETYPE as given)" % os.environ["OPENBLAS_CORETYPE"])
+    else:
+        wanted = []
+        if cpu["avx512f"]:
+            wanted += ["SapphireRapids"] if cpu["amx"] else []
+            wanted += ["Cooperlake"] if cpu["avx512_bf16"] else []
+            wanted += ["SkylakeX"]
+        if cpu["vendor"] == "AuthenticAMD" and cpu["family"] >= 0x17:
+            wanted += ["Zen"]
+        wanted += ["Haswell"] if cpu["avx2"] else []
+        for name in wanted:
+            if probe_kernel("openblas", {"OPENBLAS_CORETYPE": name}).lower() == name.lower():
+                env["OPENBLAS_CORETYPE"] = name
+                said.append("OpenBLAS %s (chosen from %s)" % (name, ", ".join(wanted)))
+                break
+        else:
+            said.append("OpenBLAS %s (its own choice)" % (probe_kernel("openblas", {}) or "unavailable"))
+    if "BLIS_ARCH_TYPE" in os.environ:
+        env["BLIS_ARCH_TYPE"] = os.environ["BLIS_ARCH_TYPE"]
+        said.append("BLIS arch %s (BLIS_ARCH_TYPE as given)" % os.environ["BLIS_ARCH_TYPE"])
+    else:
+        ids = blis_arch_ids()
+        wanted = []
+        if cpu["avx512f"]:
+            wanted += ["skx"]
+        if cpu["vendor"] == "AuthenticAMD":
+            wanted += {0x19: ["zen3", "zen2", "zen"], 0x17: ["zen2", "zen"]}.get(cpu["family"], [])
+        wanted += ["haswell"] if cpu["avx2"] else []
+        for name in wanted:
+            if name in ids and probe_kernel("blis", {"BLIS_ARCH_TYPE": str(ids[name])}) == name:
+                env["BLIS_ARCH_TYPE"] = str(ids[name])
+                said.append("BLIS %s (BLIS_ARCH_TYPE=%d, chosen from %s)" % (name, ids[name], ", ".join(wanted)))
+                break
+        else:
+            said.append("BLIS %s (its own choice)" % (probe_kernel("blis", {}) or "unavailable"))
+    return env, "; ".join(said)
 
 
-def peer_env(threads, coretype):
+def peer_env(threads, kernels):
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "MKL_NUM_THREADS",
                 "BLIS_NUM_THREADS"):
         env[var] = str(threads)
-    if coretype:
-        env["OPENBLAS_CORETYPE"] = coretype
+    env.update(kernels)
     env["HL_NUM_THREADS"] = str(threads)
     return env
 
@@ -332,14 +407,14 @@ def make_inputs(wl, indir, seed):
         np.save(os.path.join(indir, name + ".npy"), rng.uniform(-1, 1, size=shape).astype(np.float32))
 
 
-def run_workload(wl, args, limits, rel, builds, coretype):
+def run_workload(wl, args, limits, rel, builds, kernels):
     indir = os.path.join(WORK, "in")
     shutil.rmtree(WORK, ignore_errors=True)
     make_inputs(wl, indir, args.seed)
     rows, ref = [], None
     threads_list = [1, 2]
     for threads in threads_list:
-        env = peer_env(threads, coretype)
+        env = peer_env(threads, kernels)
         outdir = os.path.join(WORK, "out%d" % threads)
         os.makedirs(outdir, exist_ok=True)
         t0 = time.time()
@@ -452,10 +527,10 @@ def markdown(rows, wls, meta):
     lim, rel = meta["limits"], meta["reliability"]
     lines = ["# texc benchmark: %s" % meta["date"], "",
              "Machine: %s, %d logical CPUs, AVX2 %s, FMA %s, AVX-512 %s. Load average at start %s, at end %s. "
-             "Mode: %s, %d timed runs after one warm-up per row. OpenBLAS core type: %s."
+             "Mode: %s, %d timed runs after one warm-up per row. BLAS kernels: %s."
              % (meta["cpu"]["model"], meta["cpu"]["cores"], yes(meta["cpu"]["avx2"]), yes(meta["cpu"]["fma"]),
                 yes(meta["cpu"]["avx512f"]), meta["load_start"], meta["load_end"], meta["mode"], meta["repeat"],
-                meta["openblas_coretype"] or "(library default)"), "",
+                meta["blas_kernels"]), "",
              "texc's code: %s." % meta.get("texc_cpu", "(unknown)"), "",
              "## Machine limits (measured by this run: best of 7 after a warm-up, with min-median)", "",
              "Fractions in the tables are of the best figure, at the same thread count.", "",
@@ -534,7 +609,8 @@ def main():
     os.makedirs(BUILD, exist_ok=True)
     shutil.copy2(TEXC, TEXC_SNAPSHOT)
     cpu = cpu_info()
-    coretype = openblas_coretype(cpu)
+    kernels, kernels_said = peer_kernels(cpu)
+    log("BLAS kernels: %s" % kernels_said)
     load_start = os.getloadavg()[0]
     log("building peers ...")
     builds = {name: build_cpp(name, srcs, extra) for name, (srcs, extra) in CPP_PEERS.items()}
@@ -549,9 +625,9 @@ def main():
     rows = []
     for wl in wls:
         log("%s" % wl["name"])
-        rows += run_workload(wl, args, limits, rel, builds, coretype)
+        rows += run_workload(wl, args, limits, rel, builds, kernels)
     meta = dict(date=datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), cpu=cpu, mode="quick" if args.quick else "full",
-                repeat=args.repeat, openblas_coretype=coretype, limits=limits, reliability=rel, texc_cpu=texc_target(),
+                repeat=args.repeat, blas_kernels=kernels_said, limits=limits, reliability=rel, texc_cpu=texc_target(),
                 load_start="%.1f" % load_start, load_end="%.1f" % os.getloadavg()[0],
                 wall_s=round(time.time() - started, 1))
     md = markdown(rows, wls, meta)

@@ -219,13 +219,13 @@ int commandTune(const TuneOptions& t) {
                                               ws.tensors);
   ThreadPool pool(t.threads);
 
-  // One setting at a time, from the rule: register tiles of 1-3 column vectors whose
+  // One setting at a time, from the rule: register tiles of 1-4 column vectors whose
   // accumulators, column vectors and one broadcast fit in the registers (the most rows, and two
   // fewer); k blocks of half, once and twice the rule's L1 figure; the two loop orders.
   const int W = machine.vectorFloats, R = machine.vectorRegisters;
   std::vector<std::vector<Settings>> stages;
   std::vector<Settings> tiles;
-  for (int vectors = 1; vectors <= 3; ++vectors) {
+  for (int vectors = 1; vectors <= 4; ++vectors) {
     const int rows = std::min(16, (R - vectors - 1) / vectors);
     for (int mr : {rows, rows - 2})
       if (mr >= 2) tiles.push_back({{"mr", std::to_string(mr)}, {"nr", std::to_string(vectors * W)}});

@@ -54,7 +54,7 @@ bool equalNode(const Tile& a, const Tile& b, const VarRenaming& r) {
          a.colExtent == b.colExtent && equalWindow(a.k, b.k, r) && a.acc == b.acc && equal(a.value, b.value, r) &&
          a.rowScratch == b.rowScratch && a.rowPackWhole == b.rowPackWhole && equal(a.blockRow, b.blockRow, r) &&
          a.colScratch == b.colScratch && equal(a.blockCol, b.blockCol, r) && a.perWindow == b.perWindow &&
-         equal(a.epilogue, b.epilogue, r);
+         a.kUnroll == b.kUnroll && equal(a.epilogue, b.epilogue, r);
 }
 
 }  // namespace

@@ -205,6 +205,7 @@ struct Tile {
   int colScratch = -1;
   IndexExpr blockCol;
   bool perWindow = false;
+  int64_t kUnroll = 1;  // k steps per iteration of the k loop (the schedule's ku; code generation's unroll)
   Block epilogue;
 };
 

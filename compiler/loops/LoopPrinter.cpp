@@ -152,8 +152,8 @@ struct Printer {
     std::string start;
     const Store* partial = t.epilogue.empty() ? nullptr : t.epilogue[0].getIf<Store>();
     if (t.k.block > 0 && !t.perWindow && partial) start = fmt::format("({} > 0 ? {} : 0) + ", index(t.k.base), access(partial->buffer, partial->index));
-    out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers\n", pad, t.acc, start, kWindow(t.k),
-                       lhs, rhs, t.rows, t.cols);
+    out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers{}\n", pad, t.acc, start, kWindow(t.k),
+                       lhs, rhs, t.rows, t.cols, t.kUnroll > 1 ? fmt::format(", k unrolled {}x", t.kUnroll) : "");
     if (t.k.block > 0 && t.perWindow) out += fmt::format("{}  # this window's sum alone; the epilogue after every window\n", pad);
     else if (t.k.block > 0) out += fmt::format("{}  # after the last k block only; before it the partial sum is stored instead\n", pad);
     block(t.epilogue, depth + 1);

@@ -26,14 +26,77 @@ bool parseConvMode(const std::string& text, ConvMode& out) {
   return false;
 }
 
+namespace {
+
+// k steps per micro-kernel iteration: 2 when one step has fewer than 24 FMAs, so that the loop's
+// own instructions (add, compare, branch; they issue to the FMA ports too) take a small share of
+// the FMA slots. Not more: on AVX2 (Zen 3) conv (1, 64, 64, 56, 56) with 4x16 tiles took 2.62 ms
+// at 2 (and 1: LLVM unrolls that loop by 2 itself), 3.7-4.3 ms at 3 and 4.1 ms at 4; matmul 1024
+// was level at 1 to 4 (23.2-23.8 ms).
+constexpr int64_t kMinFmasPerIteration = 24;
+
+int64_t unrollFor(int64_t accumulators) { return accumulators >= kMinFmasPerIteration ? 1 : 2; }
+
+}  // namespace
+
+RegisterTile chooseRegisterTile(const MachineInfo& m, int columnVectors) {
+  const int64_t w = m.vectorFloats, R = m.vectorRegisters;
+  const int64_t inFlight = int64_t{m.fmaLatency} * m.fmaPipes;  // independent sums the pipes need
+  struct Candidate {
+    int64_t rows, vectors;
+    double loadsPerFma() const { return static_cast<double>(rows + vectors) / static_cast<double>(rows * vectors); }
+  };
+  std::optional<Candidate> best;
+  for (int64_t v = 1; v <= 4; ++v) {
+    if (columnVectors > 0 && v != columnVectors) continue;
+    // accumulators + the column vectors + one broadcast, with one register to spare
+    const int64_t rows = std::min<int64_t>(8, (R - 1 - v - 1) / v);
+    if (rows < 1) continue;
+    Candidate c{rows, v};
+    if (c.rows * c.vectors < inFlight && columnVectors == 0) continue;
+    if (!best || c.loadsPerFma() < best->loadsPerFma() - 1e-9 ||
+        (c.loadsPerFma() < best->loadsPerFma() + 1e-9 && c.rows * c.vectors > best->rows * best->vectors))
+      best = c;
+  }
+  if (!best) best = Candidate{std::max<int64_t>(1, std::min<int64_t>(8, (R - 3) / 2)), 2};
+  RegisterTile t;
+  t.mr = best->rows;
+  t.nr = best->vectors * w;
+  const int64_t acc = best->rows * best->vectors;
+  t.ku = unrollFor(acc);
+  t.explanation = fmt::format("+{} column vector{} +1 broadcast = {} of {} registers, {} loads per {} FMAs, >= {} in flight (FMA latency {} x {} pipes)",
+                              best->vectors, best->vectors == 1 ? "" : "s", acc + best->vectors + 1, R, best->rows + best->vectors, acc,
+                              inFlight, m.fmaLatency, m.fmaPipes);
+  return t;
+}
+
 TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
                                 bool canBlockK, bool chooseOrder) {
   TileSchedule s;
   const int64_t w = m.vectorFloats;
-  s.nr = o.nr.value_or(2 * w);
+  RegisterTile rt = chooseRegisterTile(m);
+  std::string narrowed;
+  if (rt.nr > 2 * w) {
+    // A wider tile is worth its fewer loads only while it computes little padding: the rows and
+    // columns it pads cost more than 5 % over the two-vector tile's (N = 256 in panels of 48
+    // pads 12.5 %) or its rows would. The implicit GEMM's pixel blocks must hold whole pooled
+    // rows (fuse-into-tiles), which panels of 3W or 4W columns rarely divide.
+    const RegisterTile two = chooseRegisterTile(m, 2);
+    const auto padded = [](int64_t n, int64_t t) { return (n + t - 1) / t * t; };
+    const int64_t wide = padded(M, rt.mr) * padded(N, rt.nr), narrow = padded(M, two.mr) * padded(N, two.nr);
+    if (!chooseOrder) narrowed = ", 2 column vectors: implicit GEMM pixel blocks hold whole pooled rows";
+    else if (wide * 100 > narrow * 105)
+      narrowed = fmt::format(", 2 column vectors: {}x{} would pad {}x{} to {}x{}", rt.mr, rt.nr, M, N, padded(M, rt.mr), padded(N, rt.nr));
+    if (!narrowed.empty()) rt = two;
+  }
+  s.nr = o.nr.value_or(rt.nr);
   s.nr = std::max<int64_t>(w, (s.nr + w - 1) / w * w);
-  s.mr = o.mr.value_or(std::clamp<int64_t>((m.vectorRegisters - 3) / 2, 1, 8));
+  s.mr = o.mr.value_or(rt.mr);
   s.mr = std::clamp<int64_t>(s.mr, 1, 16);
+  const bool ruleTile = !o.mr && !o.nr;
+  s.ku = o.ku.value_or(unrollFor(s.mr * (s.nr / w)));
+  const std::string tileRule =
+      fmt::format("{}; k unrolled {}x ({} FMAs per iteration)", ruleTile ? " (" + rt.explanation + narrowed + ")" : "", s.ku, s.ku * s.mr * (s.nr / w));
 
   // The matmul nest's B panel may fill L1; the implicit GEMM's, half of L1 (measured: the
   // whole-L1 block is 5 % slower at conv (8, 64, 128, 28, 28), 2-3 % faster at SGEMM 1024-2048).
@@ -116,8 +179,8 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
   if (size_t at = rule.find("{nc}"); at != std::string::npos) rule.replace(at, 4, fmt::format("{} KiB", s.kc * s.nc * 4 / 1024));
   if (size_t at = rule.find("<= L2/4"); s.columnsOuter && at != std::string::npos) rule.replace(at, 7, "<= 2 MiB of scratch");
   rule += order;
-  s.explanation = fmt::format("{}x{}x{}: C tile {}x{} = {} accumulators of {} floats; {}; B {}, A {}; {}; {} thread{}", M, N, K,
-                              s.mr, s.nr, s.mr * (s.nr / w), w, rule, s.pack ? "packed" : "read in place",
+  s.explanation = fmt::format("{}x{}x{}: C tile {}x{} = {} accumulators of {} floats{}; {}; B {}, A {}; {}; {} thread{}", M, N, K,
+                              s.mr, s.nr, s.mr * (s.nr / w), w, tileRule, rule, s.pack ? "packed" : "read in place",
                               s.packA ? "packed" : "read in place", m.source, T, T == 1 ? "" : "s");
   return s;
 }
@@ -250,14 +313,14 @@ std::string parseScheduleText(const std::string& text, ScheduleOverrides& out) {
       out.columnsOuter = value == "columns";
       continue;
     }
-    if (key != "mr" && key != "nr" && key != "mc" && key != "kc" && key != "nc")
-      return fmt::format("line {}: unknown key '{}' (expected tile, mr, nr, mc, kc, nc, pack, pack_a, order or conv)", no, key);
+    if (key != "mr" && key != "nr" && key != "ku" && key != "mc" && key != "kc" && key != "nc")
+      return fmt::format("line {}: unknown key '{}' (expected tile, mr, nr, ku, mc, kc, nc, pack, pack_a, order or conv)", no, key);
     int64_t v = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    int64_t limit = key == "mc" || key == "kc" || key == "nc" ? 1 << 20 : key == "nr" ? 64 : 16;
+    int64_t limit = key == "mc" || key == "kc" || key == "nc" ? 1 << 20 : key == "nr" ? 64 : key == "ku" ? 8 : 16;
     if (value.empty() || ec != std::errc() || p != value.data() + value.size() || v <= 0 || v > limit)
       return fmt::format("line {}: {} must be an integer in 1..{}, got '{}'", no, key, limit, value);
-    (key == "mr" ? out.mr : key == "nr" ? out.nr : key == "mc" ? out.mc : key == "kc" ? out.kc : out.nc) = v;
+    (key == "mr" ? out.mr : key == "nr" ? out.nr : key == "ku" ? out.ku : key == "mc" ? out.mc : key == "kc" ? out.kc : out.nc) = v;
   }
   return "";
 }

@@ -2,9 +2,16 @@
 // user's overrides (a schedule file, docs/scheduling.md).
 //
 // The rule, for a contraction C[i,j] = sum(k) A[i,k] * B[k,j] on a machine with W floats per
-// vector register and R vector registers:
-//   nr = 2W columns (two vector registers per row of the C tile),
-//   mr = (R - 3) / 2 rows, at most 8 (mr*2 accumulators + 2 column vectors + 1 broadcast <= R),
+// vector register, R vector registers and FMA pipes P of latency L (chooseRegisterTile):
+//   nr = v*W columns (v column vectors per row of the C tile) and mr rows, mr*v accumulators:
+//        mr*v + v column vectors + 1 broadcast <= R - 1 (one spare for the compiler), mr <= 8,
+//        v <= 4, mr*v >= L*P (every pipe has an independent sum in flight); of those, the tile
+//        with the fewest loads per FMA ((mr + v) / (mr*v)), then the most accumulators:
+//        AVX2 6x16 (12 accumulators, 8 loads per 12 FMAs), AVX-512 6x64 (24, 10 per 24). Two
+//        vectors instead where the wider tile pads more than 5 % more work (N = 256 in 48s),
+//        and in the implicit GEMM, whose pixel blocks hold whole pooled rows (fuse-into-tiles);
+//   ku = k steps per iteration of the micro-kernel's loop: 2 below 24 FMAs per step, else 1, so
+//        that the loop's counter, compare and branch take under 1/8 of the FMA pipes' slots,
 //   kc = k block: the kc x nr block of B one column panel gives its tiles fills at most L1
 //        (matmul; the A micro-panels streaming past evict some of it, which costs less than
 //        the partial sums of C that twice the k blocks would store and reload: 2-3 % at
@@ -41,6 +48,10 @@ struct MachineInfo {
   int64_t l1Bytes = 32 * 1024;
   int64_t l2Bytes = 512 * 1024;
   int64_t l3Bytes = 32 * 1024 * 1024;  // last-level cache (stream-stores' threshold)
+  // Fused multiply-add: latency in cycles and pipes per core. 4 and 2 on every x86 core texc
+  // targets (Haswell to Sapphire Rapids, Zen 2 to 4; Intel's and AMD's optimization manuals).
+  int fmaLatency = 4;
+  int fmaPipes = 2;
   int threads = 1;            // threads the compiled code will run on: row blocks to share out
   std::string source;         // where the figures came from, for the explanation
 };
@@ -79,6 +90,7 @@ struct ScheduleOverrides {
   std::vector<LoopScheduleLine> loops;  // applied by the schedule-loops pass
   std::optional<bool> tile;  // off: contractions keep the untiled nest
   std::optional<int64_t> mr, nr, mc, kc, nc;
+  std::optional<int64_t> ku;   // k steps per micro-kernel loop iteration
   std::optional<bool> pack;    // pack B panels
   std::optional<bool> packA;   // pack A blocks (key pack_a)
   std::optional<bool> columnsOuter;  // key order: columns (true) or rows (false)
@@ -90,11 +102,20 @@ struct TileSchedule {
   int64_t mr = 1, nr = 8, mc = 8;
   int64_t kc = 0;  // 0: the whole reduction in one block
   int64_t nc = 0;  // columns per packed B block (with k blocks), a multiple of nr
+  int64_t ku = 1;  // k steps per iteration of the micro-kernel's k loop
   bool pack = false;
   bool packA = false;
   bool columnsOuter = false;  // column blocks outermost: B packed once, A once per column block
   std::string explanation;  // the rule's arithmetic, in one line
 };
+
+// The register tile alone: rows and columns (a multiple of W), the unroll of k, and the rule's
+// arithmetic in words. `columnVectors` > 0 fixes v (the implicit GEMM's 2).
+struct RegisterTile {
+  int64_t mr = 1, nr = 8, ku = 1;
+  std::string explanation;
+};
+RegisterTile chooseRegisterTile(const MachineInfo& m, int columnVectors = 0);
 
 // Applies the rule (and then the overrides) to an M x N x K contraction. nr is always a multiple
 // of the vector width; mc a multiple of mr.
@@ -104,7 +125,7 @@ struct TileSchedule {
 TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
                                 bool canBlockK = true, bool chooseOrder = true);
 
-// Parses a schedule file's text: `key = value` lines (tile, mr, nr, mc, kc, nc, pack, pack_a,
+// Parses a schedule file's text: `key = value` lines (tile, mr, nr, ku, mc, kc, nc, pack, pack_a,
 // order, conv), `loops BUFFER: step; ...` lines and '#' comments. Returns the error (with its line number) or empty.
 std::string parseScheduleText(const std::string& text, ScheduleOverrides& out);
 

@@ -51,6 +51,7 @@ Stmt tileOf(const Contraction& c, const TileSchedule& s, int rowScratch, int col
   Tile& t = tile.as<Tile>();
   t.colScratch = colScratch;
   t.rowScratch = rowScratch;
+  t.kUnroll = s.ku;
   if (kb >= 0) {
     t.k.block = s.kc;
     t.k.base = affineIndex(s.kc, kb, 0);

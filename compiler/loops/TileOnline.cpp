@@ -201,10 +201,11 @@ int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 OnlineSchedule chooseSchedule(const MachineInfo& m, const OnePass& o, const ScheduleOverrides& ov) {
   OnlineSchedule s;
-  // The contraction rule's register tile (Schedule.h): two vectors of columns, as many rows as
-  // the registers hold.
-  s.nr = ov.nr.value_or(2 * m.vectorFloats);
-  s.mr = ov.mr.value_or(std::min<int64_t>(8, (m.vectorRegisters - 3) / 2));
+  // The contraction rule's register tile (Schedule.h) with two vectors of columns: blocks of
+  // 64 keys and 48 query rows are multiples of it (three vectors would need 48 and 96).
+  const RegisterTile rt = chooseRegisterTile(m, 2);
+  s.nr = ov.nr.value_or(rt.nr);
+  s.mr = ov.mr.value_or(rt.mr);
   const int64_t unit = std::lcm(s.mr, s.nr);
   // About 48 query rows and 64 keys: the S tile (nc x mq), the packed Q block (D x mq), the
   // block's output rows (mq x Dv) and a K or V tile (nc x D) are each 12-17 KiB at D = 64, so

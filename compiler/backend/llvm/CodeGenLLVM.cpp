@@ -270,6 +270,19 @@ class KernelGen {
     latch->setMetadata(llvm::LLVMContext::MD_loop, id);
   }
 
+  // The schedule's k unroll for a tile's k loop, as llvm.loop.unroll.count: LLVM's unroller
+  // does it (with a remainder loop when the trip count is not a multiple), where its own cost
+  // model would leave a 24-FMA body alone.
+  void unrollBy(llvm::BranchInst* latch, int64_t count) {
+    if (count <= 1) return;
+    llvm::Metadata* hint[] = {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
+                              llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(count)))};
+    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, hint)};
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
+    id->replaceOperandWith(0, id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
+
   // ---- packed panels and register tiles (the tile pass) ---------------------------------------
   llvm::AllocaInst* entryAlloca(llvm::Type* t, int64_t count, const std::string& name) {
     llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
@@ -621,7 +634,7 @@ class KernelGen {
     auto kLoop = [&](bool masked) {
       std::vector<llvm::Value*> masks(nvec, nullptr);
       for (int64_t v = 0; masked && v < nvec; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
-      countedLoop(k_.varNames[s.k.var], kw.start, kw.end, [&](llvm::Value* k) {
+      llvm::BranchInst* latch = countedLoop(k_.varNames[s.k.var], kw.start, kw.end, [&](llvm::Value* k) {
         vars_[s.k.var] = k;
         llvm::Value* kIn = b_.CreateSub(k, kw.start);
         std::vector<llvm::Value*> col(nvec);
@@ -650,6 +663,7 @@ class KernelGen {
           }
         }
       });
+      unrollBy(latch, s.kUnroll);
     };
     if (s.colScratch >= 0 || !ragged) {
       kLoop(false);

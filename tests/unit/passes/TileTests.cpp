@@ -321,9 +321,32 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   avx512.vectorFloats = 16;
   avx512.vectorRegisters = 32;
   loops::TileSchedule w = loops::chooseTileSchedule(avx512, 1024, 1024, 1024, {});
-  CHECK(w.nr == 32);
-  CHECK(w.mr == 8);
-  CHECK(w.kc == 256);  // 256 x 32 floats = 32 KiB
+  // 4 column vectors x 6 rows: 24 accumulators + 4 + 1 of 32 registers, 10 loads per 24 FMAs.
+  CHECK(w.nr == 64);
+  CHECK(w.mr == 6);
+  CHECK(w.ku == 1);
+  CHECK(w.kc == 128);  // 128 x 64 floats = 32 KiB
+  CHECK(w.explanation.find("C tile 6x64 = 24 accumulators of 16 floats (+4 column vectors +1 broadcast = 29 of 32 registers, "
+                           "10 loads per 24 FMAs, >= 8 in flight (FMA latency 4 x 2 pipes)); k unrolled 1x") != std::string::npos);
+  // Two vectors where 6x64 would pad too much (256 columns: none; 97 x 131: 18 % more than 8x32),
+  // and always in the implicit GEMM (its pixel blocks hold whole pooled rows).
+  CHECK(loops::chooseTileSchedule(avx512, 256, 256, 256, {}).nr == 64);
+  loops::TileSchedule odd = loops::chooseTileSchedule(avx512, 97, 131, 61, {});
+  CHECK(odd.nr == 32);
+  CHECK(odd.mr == 8);
+  CHECK(odd.ku == 2);
+  CHECK(odd.explanation.find("6x64 would pad 97x131 to 102x192") != std::string::npos);
+  CHECK(loops::chooseTileSchedule(avx512, 64, 3136, 576, {}, true, false).nr == 32);
+  // AVX2 keeps 6x16 with k unrolled 2x (12 FMAs per k step); an explicit ku wins.
+  CHECK(loops::chooseTileSchedule(avx2Machine(), 1024, 1024, 1024, {}).ku == 2);
+  loops::ScheduleOverrides ku4;
+  ku4.ku = 4;
+  CHECK(loops::chooseTileSchedule(avx2Machine(), 1024, 1024, 1024, ku4).ku == 4);
+  // The register tile alone; with v fixed at 2 on AVX-512, 8 rows (the cap) of 14 that fit.
+  CHECK(loops::chooseRegisterTile(avx512, 2).mr == 8);
+  loops::RegisterTile rt = loops::chooseRegisterTile(avx2Machine());
+  CHECK(rt.mr == 6);
+  CHECK(rt.nr == 16);
 
   // No k blocks when the output cannot keep partial sums: A block and B panel share L2.
   loops::TileSchedule noK = loops::chooseTileSchedule(avx2Machine(), 1024, 1024, 1024, {}, false);
@@ -398,7 +421,11 @@ TEST_CASE("tile: schedule files", "[passes][tile]") {
     return loops::parseScheduleText(text, x);
   };
   CHECK(error("mr 6\n") == "line 1: expected 'key = value', got 'mr 6'");
-  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, mc, kc, nc, pack, pack_a, order or conv)");
+  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, ku, mc, kc, nc, pack, pack_a, order or conv)");
+  loops::ScheduleOverrides unroll;
+  CHECK(loops::parseScheduleText("ku = 4\n", unroll) == "");
+  CHECK(unroll.ku == 4);
+  CHECK(error("ku = 9\n") == "line 1: ku must be an integer in 1..8, got '9'");
   CHECK(error("order = diagonal\n") == "line 1: order must be rows or columns, got 'diagonal'");
   CHECK(error("conv = winograd\n") == "line 1: conv must be implicit, im2col or direct, got 'winograd'");
   loops::ScheduleOverrides cv;
