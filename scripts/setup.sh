@@ -8,6 +8,7 @@ packages=(
   llvm-19-tools                             # lit and FileCheck, for the tests of tests/lit
   catch2 libfmt-dev libcli11-dev
   zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libcurl4-openssl-dev
+  graphviz chromium tidy                    # texc explore: graph layout; its browser and HTML tests
 )
 
 missing=()

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,6 +67,36 @@ struct CompareOptions {
   std::string target = "cpu";  // cpu or cuda (each variant runs on the GPU)
 };
 
+// texc compare's results as data, for texc explore --measure: the printed table (header row
+// first) and each variant's kernels, median time and bandwidth, and whether it is within its
+// error bound.
+struct CompareVariantResult {
+  std::string name;
+  size_t kernels = 0;
+  double bytes = 0;  // the cost model's
+  double flops = 0;
+  double medianMs = 0;
+  double gbps = 0;
+  bool withinBound = true;
+};
+struct CompareReport {
+  std::vector<std::vector<std::string>> table;
+  std::vector<CompareVariantResult> variants;
+};
+
+// texc explore (docs/explore.md): one self-contained HTML page about one program.
+struct ExploreOptions {
+  ProgramOptions program;
+  std::string output;         // -o; empty: NAME.html (the program's name) in the current directory
+  std::string target = "cpu";  // cpu or cuda (the generated code is CUDA C; nothing runs)
+  bool measure = false;       // --measure: run texc compare and add its table and a bar chart
+  int threads = 0;            // --measure: threads (0: one per core)
+  int repeat = 5;             // --measure: timed runs per variant
+  bool assembly = false;      // --asm: the assembly of the generated code too (cpu target)
+  std::string layout = "auto";  // --graph-layout auto|dot|builtin
+  bool errorPage = false;     // --error-page: a program with errors still gets a page (exit 1)
+};
+
 // texc tune (docs/scheduling.md, "Tuning: texc tune").
 struct TuneOptions {
   ProgramOptions program;
@@ -83,6 +114,9 @@ int commandCheck(const ProgramOptions& options);
 int commandTune(const TuneOptions& options);
 int commandExplain(const ExplainOptions& options);
 int commandCompare(const CompareOptions& options);
+// commandCompare, its report printed to `out` and, when `report` is given, returned as data too.
+int runCompare(const CompareOptions& options, std::ostream& out, CompareReport* report);
+int commandExplore(const ExploreOptions& options);
 int commandCompile(const CompileOptions& options);
 int commandRun(const RunOptions& options);
 // texc passes: the pipeline that `options`' switches (and `target`) choose; the file is not read.

@@ -43,7 +43,9 @@ bool usesFastMathForm(const Program& p) {
 
 }  // namespace
 
-int commandCompare(const CompareOptions& o) {
+int commandCompare(const CompareOptions& o) { return runCompare(o, std::cout, nullptr); }
+
+int runCompare(const CompareOptions& o, std::ostream& out, CompareReport* report) {
   if (o.repeat < 1) throw CommandError{kExitUsage, "--repeat must be >= 1"};
   bool cuda = o.target == "cuda";
   // The analysed program gives the inputs and the float64 reference.
@@ -222,26 +224,30 @@ int commandCompare(const CompareOptions& o) {
     std::cerr << fmt::format("texc: error: results of {} differ from the float64 reference beyond the error bound\n", beyondNames);
     return static_cast<int>(kExitMismatch);
   };
+  if (report) {
+    report->table = rows;
+    for (const Result& r : results) report->variants.push_back({r.name, r.kernels, r.bytes, r.flops, r.ms, r.gbps, !anyBeyond(r.checks)});
+  }
   if (o.json) {
-    std::string out = "{\"variants\": [";
+    std::string json = "{\"variants\": [";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
-      out += fmt::format("{}{{\"name\": \"{}\", \"kernels\": {}, \"bytes_moved\": {:.0f}, \"flops\": {:.0f}, \"time_ms\": {:.6g}, "
+      json += fmt::format("{}{{\"name\": \"{}\", \"kernels\": {}, \"bytes_moved\": {:.0f}, \"flops\": {:.0f}, \"time_ms\": {:.6g}, "
                          "\"gbps\": {:.6g}, \"max_abs_error\": {:.6g}, \"max_rel_error\": {:.6g}, \"within_bound\": {}, "
                          "\"planned\": {}, \"intermediate_bytes\": {}, \"rss_growth_bytes\": {}}}",
                          i ? ", " : "", r.name, r.kernels, r.bytes, r.flops, r.ms, r.gbps, r.error.maxAbs, r.error.maxRel,
                          anyBeyond(r.checks) ? "false" : "true", r.planned ? "true" : "false", r.intermediateBytes, r.rssGrowth);
     }
-    std::cout << out << "]}\n";
+    out << json << "]}\n";
     return finish();
   }
-  std::cout << kernelsText;
-  std::cout << fmt::format("{}: {}, median of {} runs after a warm-up, inputs --random {}\n", o.program.file,
+  out << kernelsText;
+  out << fmt::format("{}: {}, median of {} runs after a warm-up, inputs --random {}\n", o.program.file,
                            cuda ? "on " + gpu->name() + " (CUDA events around the kernels)" : fmt::format("{} threads", pool.numThreads()),
                            o.repeat, o.seed);
-  std::cout << renderTable(rows);
+  out << renderTable(rows);
   auto msOf = [&](size_t variantIndex) { return results[variantIndex].ms; };
-  std::cout << fmt::format("fused is {:.2f}x faster than unfused; the memory plan makes unfused {:.2f}x and fused {:.2f}x faster.\n",
+  out << fmt::format("fused is {:.2f}x faster than unfused; the memory plan makes unfused {:.2f}x and fused {:.2f}x faster.\n",
                            msOf(1) / msOf(4), msOf(0) / msOf(1), msOf(3) / msOf(4));
   auto indexOf = [&](std::string_view name) {
     for (size_t i = 0; i < results.size(); ++i)
@@ -249,19 +255,19 @@ int commandCompare(const CompareOptions& o) {
     return -1;
   };
   if (int m = indexOf("materialized"); m >= 0)
-    std::cout << fmt::format("online softmax: fused is {:.2f}x faster than materialized (--disable-pass=online-softmax), with {} of temp memory against {}.\n",
+    out << fmt::format("online softmax: fused is {:.2f}x faster than materialized (--disable-pass=online-softmax), with {} of temp memory against {}.\n",
                              msOf(m) / msOf(4), bytesText(static_cast<double>(results[4].intermediateBytes)),
                              bytesText(static_cast<double>(results[m].intermediateBytes)));
   if (int f = indexOf("fused --math=fast"); f >= 0)
-    std::cout << fmt::format("--math=fast: fused is {:.2f}x faster with the fast elementary functions (max rel error {:.2g} against {:.2g}; "
+    out << fmt::format("--math=fast: fused is {:.2f}x faster with the fast elementary functions (max rel error {:.2g} against {:.2g}; "
                              "docs/vector-math.md).\n",
                              msOf(4) / msOf(f), results[f].error.maxRel, results[4].error.maxRel);
-  std::cout << fmt::format("Host bandwidth {:.1f} GB/s ({}).{}\n", host.bandwidthGBs, host.source, raised);
-  std::cout << "temp memory: the arena (planned) or the intermediates' buffers, allocated every run (unplanned);\n"
+  out << fmt::format("Host bandwidth {:.1f} GB/s ({}).{}\n", host.bandwidthGBs, host.source, raised);
+  out << "temp memory: the arena (planned) or the intermediates' buffers, allocated every run (unplanned);\n"
                "RSS growth: the resident set during the last run minus before the variant (docs/memory-planning.md).\n";
-  std::cout << "GB/s divides the modelled bytes by the median time (docs/cost-model.md).\n";
-  std::cout << "error bound: every element within atol + rtol*|ref| + 3*bound of the float64 reference (docs/testing.md).\n";
-  std::cout << beyond;
+  out << "GB/s divides the modelled bytes by the median time (docs/cost-model.md).\n";
+  out << "error bound: every element within atol + rtol*|ref| + 3*bound of the float64 reference (docs/testing.md).\n";
+  out << beyond;
   return finish();
 }
 

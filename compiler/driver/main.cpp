@@ -112,6 +112,22 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
 
+  ExploreOptions exploreOpts;
+  CLI::App* explore = app.add_subcommand("explore", "write one self-contained HTML page about a program: source, passes with diffs, graphs, memory plan, roofline, code");
+  addProgramOptions(explore, exploreOpts.program, true);
+  explore->add_option("-o", exploreOpts.output, "the page (default: NAME.html in the current directory)")->type_name("PATH");
+  explore->add_option("--target", exploreOpts.target, "cpu or cuda (show CUDA C; nothing runs without --measure)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  explore->add_flag("--measure", exploreOpts.measure, "also run texc compare and add its table and a bar chart of the variants' times");
+  explore->add_option("--threads", exploreOpts.threads, "--measure: threads to run on (default: one per core)");
+  explore->add_option("--repeat", exploreOpts.repeat, "--measure: timed runs per variant, after one warm-up")->capture_default_str();
+  explore->add_flag("--asm", exploreOpts.assembly, "also show the assembly of the generated code");
+  explore->add_option("--graph-layout", exploreOpts.layout, "auto (Graphviz dot when on PATH), dot, or builtin")
+      ->check(CLI::IsMember({"auto", "dot", "builtin"}))
+      ->capture_default_str();
+  explore->add_flag("--error-page", exploreOpts.errorPage, "a program with errors still gets a page (source and diagnostics); exit 1");
+
   TuneOptions tuneOpts;
   CLI::App* tune = app.add_subcommand("tune", "time a few tile schedules around the rule; write the fastest as a schedule file (cached)");
   addProgramOptions(tune, tuneOpts.program, true);
@@ -155,6 +171,7 @@ int main(int argc, char** argv) {
     if (explain->parsed()) return commandExplain(explainOpts);
     if (compare->parsed()) return commandCompare(compareOpts);
     if (tune->parsed()) return commandTune(tuneOpts);
+    if (explore->parsed()) return commandExplore(exploreOpts);
   } catch (const CommandError& e) {
     std::cerr << "texc: error: " << e.message << "\n";
     return e.exitCode;

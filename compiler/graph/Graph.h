@@ -29,6 +29,9 @@ std::string printGraph(const Graph& g);
 
 // The graph in Graphviz dot syntax (`--emit dot`).
 std::string printGraphDot(const Graph& g);
+// The same, with `nodeAttributes[tensor]` (when there and not empty) added to the attributes of
+// that tensor's node (`style=filled, fillcolor="#aabbcc"`).
+std::string printGraphDot(const Graph& g, const std::vector<std::string>& nodeAttributes);
 
 // Structural problems (reads of later tensors, ranks, variables, reduction ids); empty if valid.
 std::vector<std::string> verifyGraph(const Graph& g);

@@ -9,7 +9,12 @@
 
 namespace texc {
 
-std::string printGraphDot(const Graph& g) {
+std::string printGraphDot(const Graph& g) { return printGraphDot(g, {}); }
+
+std::string printGraphDot(const Graph& g, const std::vector<std::string>& nodeAttributes) {
+  auto extra = [&](int id) {
+    return id < static_cast<int>(nodeAttributes.size()) && !nodeAttributes[id].empty() ? ", " + nodeAttributes[id] : std::string();
+  };
   auto typeText = [](const TensorInfo& t) {
     std::string s = dtypeName(t.dtype);
     if (t.shape.empty()) return s;
@@ -19,10 +24,10 @@ std::string printGraphDot(const Graph& g) {
   };
   std::string out = "digraph texc {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n";
   for (int id : g.inputs)
-    out += fmt::format("  t{} [shape=ellipse, label=\"{}\\n{}\"];\n", id, g.tensors[id].name, typeText(g.tensors[id]));
+    out += fmt::format("  t{} [shape=ellipse{}, label=\"{}\\n{}\"];\n", id, extra(id), g.tensors[id].name, typeText(g.tensors[id]));
   for (const Computation& c : g.computations) {
     const TensorInfo& t = g.tensors[c.tensor];
-    out += fmt::format("  t{} [shape=box{}, label=\"%{} = {}\\n{}\"];\n", c.tensor, t.isOutput ? ", style=bold" : "", t.name,
+    out += fmt::format("  t{} [shape=box{}{}, label=\"%{} = {}\\n{}\"];\n", c.tensor, t.isOutput ? ", style=bold" : "", extra(c.tensor), t.name,
                        nodeOpName(c), typeText(t));
     std::set<int> reads;
     forEachValue(c.body, [&](const Value& v) {

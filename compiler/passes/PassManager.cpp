@@ -123,20 +123,24 @@ bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, 
   };
   for (const PassInfo* pass : pipeline) {
     ++index;
-    if (inst.printBefore.count(pass->name)) {
-      // The memory plan is not the whole input of the pass after it: that gets the loop IR too.
-      std::string text = available(pass->stage) ? printStage(s, pass->stage)
-                         : previous && previous->stage == Stage::Plan
-                             ? printStage(s, Stage::Loops) + printStage(s, Stage::Plan)
-                         : previous ? printStage(s, previous->stage)
-                         : s.file   ? s.file->text()
-                                    : std::string();
-      out << fmt::format("// ----- IR before {} -----\n{}", pass->name, text);
-    }
+    // The IR the pass reads. The memory plan is not the whole input of the pass after it: that
+    // gets the loop IR too.
+    auto inputText = [&] {
+      return available(pass->stage) ? printStage(s, pass->stage)
+             : previous && previous->stage == Stage::Plan
+                 ? printStage(s, Stage::Loops) + printStage(s, Stage::Plan)
+             : previous ? printStage(s, previous->stage)
+             : s.file   ? s.file->text()
+                        : std::string();
+    };
+    std::string before;
+    if (inst.printBefore.count(pass->name) || inst.afterPass) before = inputText();
+    if (inst.printBefore.count(pass->name)) out << fmt::format("// ----- IR before {} -----\n{}", pass->name, before);
     Stopwatch clock;
     bool changed = pass->run(s);
     double ms = clock.milliseconds();
     if (timings) timings->push_back({pass->name, ms, changed});
+    if (inst.afterPass) inst.afterPass(*pass, s, PassTiming{pass->name, ms, changed}, before);
     if (s.diags && s.diags->hasErrors()) return false;
     if (!s.usageError.empty()) return false;
     previous = pass;

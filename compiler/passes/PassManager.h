@@ -4,6 +4,7 @@
 // (--dump-dir) and, in Debug builds, the IR verifiers after every pass.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <set>
 #include <string>
@@ -12,6 +13,12 @@
 #include "compiler/passes/Pass.h"
 
 namespace texc {
+
+struct PassTiming {
+  std::string name;
+  double ms = 0;
+  bool changed = false;
+};
 
 struct Instrumentation {
   bool printAfterAll = false;
@@ -24,12 +31,10 @@ struct Instrumentation {
   bool verifyEachPass = false;
 #endif
   std::ostream* out = nullptr;  // where prints and timings go (standard error by default)
-};
-
-struct PassTiming {
-  std::string name;
-  double ms = 0;
-  bool changed = false;
+  // Called after every pass that ran (texc explore's page): the pass, the state after it, its
+  // timing, and the IR it read as text (what --print-before shows; computed only when this is set).
+  std::function<void(const PassInfo& pass, const CompileState& state, const PassTiming& timing, const std::string& irBefore)>
+      afterPass;
 };
 
 // Checks that every name in the print options is a pass; returns an error message otherwise.
