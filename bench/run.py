@@ -603,8 +603,11 @@ def main():
     started = time.time()
     wls = QUICK if args.quick else FULL
     if args.only:
-        keys = args.only.split(",")
+        # Empty keys (a trailing comma) would match every workload: they are ignored.
+        keys = [k.strip() for k in args.only.split(",") if k.strip()]
         wls = [w for w in wls if any(k in w["name"] for k in keys)]
+        if not wls:
+            sys.exit("--only %r matches no workload" % args.only)
 
     os.makedirs(BUILD, exist_ok=True)
     shutil.copy2(TEXC, TEXC_SNAPSHOT)
