@@ -12,6 +12,7 @@ namespace texc {
 CompileRequest ProgramOptions::request(Stage until) const {
   CompileRequest r;
   r.path = file;
+  r.sourceText = sourceText;
   r.defines = defines;
   r.options = pipeline;
   if (fuse == "none") r.options.fuse = FuseMode::None;

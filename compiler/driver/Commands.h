@@ -15,6 +15,7 @@ namespace texc {
 // pass instrumentation.
 struct ProgramOptions {
   std::string file;
+  std::optional<std::string> sourceText;  // the program itself, `file` only naming it (CompileRequest)
   std::vector<std::string> defines;
   PipelineOptions pipeline;
   Instrumentation instrumentation;
@@ -109,6 +110,10 @@ struct TuneOptions {
 
 // Usage error (exit 2) naming the missing features when the host cannot run code for `cpu`.
 void requireHostRuns(const std::string& cpu);
+
+// The whole command line (main.cpp's): parses argv, runs the subcommand, returns the exit status.
+// The Python module's `python -m texc` calls it too.
+int runCommandLine(int argc, char** argv);
 
 int commandCheck(const ProgramOptions& options);
 int commandTune(const TuneOptions& options);

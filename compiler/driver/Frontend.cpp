@@ -57,7 +57,7 @@ std::unique_ptr<Compilation> compileProgram(const CompileRequest& req) {
                                                 req.until);
         !err.empty())
       throw CommandError{kExitUsage, err};
-  c->file = readSourceFile(req.path);
+  c->file = req.sourceText ? std::make_unique<SourceFile>(req.path, *req.sourceText) : readSourceFile(req.path);
   c->diags = std::make_unique<DiagnosticEngine>(c->file.get());
   CompileState& s = c->state;
   s.file = c->file.get();
@@ -75,7 +75,7 @@ std::unique_ptr<Compilation> compileProgram(const CompileRequest& req) {
       if (auto err = checkOverrides(module, overrides)) throw CommandError{kExitUsage, *err};
   }
   c->ok = runPipeline(s, buildPipeline(req.options, req.until), req.instrumentation, &c->timings);
-  c->diags->print(std::cerr, stderrWantsColor());
+  if (req.printDiagnostics) c->diags->print(std::cerr, stderrWantsColor());
   if (!s.usageError.empty())
     throw CommandError{kExitUsage, req.options.schedulePath.empty()
                                        ? s.usageError

@@ -27,6 +27,10 @@ struct CommandError {
 
 struct CompileRequest {
   std::string path;
+  // The program's text, when it does not come from a file (the Python module's compile(source)):
+  // `path` then only names it in diagnostics.
+  std::optional<std::string> sourceText;
+  bool printDiagnostics = true;  // to standard error; off where the caller reports them itself
   std::vector<std::string> defines;  // -D NAME=VALUE
   PipelineOptions options;
   Instrumentation instrumentation;
