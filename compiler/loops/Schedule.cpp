@@ -63,7 +63,6 @@ RegisterTile chooseRegisterTile(const MachineInfo& m, int columnVectors) {
   t.mr = best->rows;
   t.nr = best->vectors * w;
   const int64_t acc = best->rows * best->vectors;
-  t.ku = unrollFor(acc);
   t.explanation = fmt::format("+{} column vector{} +1 broadcast = {} of {} registers, {} loads per {} FMAs, >= {} in flight (FMA latency {} x {} pipes)",
                               best->vectors, best->vectors == 1 ? "" : "s", acc + best->vectors + 1, R, best->rows + best->vectors, acc,
                               inFlight, m.fmaLatency, m.fmaPipes);

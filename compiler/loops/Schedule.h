@@ -109,10 +109,10 @@ struct TileSchedule {
   std::string explanation;  // the rule's arithmetic, in one line
 };
 
-// The register tile alone: rows and columns (a multiple of W), the unroll of k, and the rule's
-// arithmetic in words. `columnVectors` > 0 fixes v (the implicit GEMM's 2).
+// The register tile alone: rows and columns (a multiple of W), and the rule's arithmetic in
+// words. `columnVectors` > 0 fixes v (the implicit GEMM's 2).
 struct RegisterTile {
-  int64_t mr = 1, nr = 8, ku = 1;
+  int64_t mr = 1, nr = 8;
   std::string explanation;
 };
 RegisterTile chooseRegisterTile(const MachineInfo& m, int columnVectors = 0);

@@ -254,19 +254,21 @@ class KernelGen {
   // mark, the vectorizer decides.
   void markLoop(llvm::BranchInst* latch, const Loop& l) {
     if (!(l.vectorize && !holdsLoop(l.body)) && !l.scalar) return;
-    auto hint = [&](const char* name, llvm::Constant* value) -> llvm::Metadata* {
-      llvm::Metadata* ops[] = {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(value)};
-      return llvm::MDNode::get(ctx_, ops);
-    };
-    std::vector<llvm::Metadata*> ops = {nullptr};
-    if (l.vectorize) {
-      ops.push_back(hint("llvm.loop.vectorize.enable", b_.getTrue()));
-    } else {
-      ops.push_back(hint("llvm.loop.vectorize.width", b_.getInt32(1)));
-      ops.push_back(hint("llvm.loop.interleave.count", b_.getInt32(1)));
-    }
-    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
-    id->replaceOperandWith(0, id);  // a loop ID names itself
+    if (l.vectorize) setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue())});
+    else setLoopHints(latch, {loopHint("llvm.loop.vectorize.width", b_.getInt32(1)), loopHint("llvm.loop.interleave.count", b_.getInt32(1))});
+  }
+
+  // One `!{!"name", value}` hint of a loop ID.
+  llvm::Metadata* loopHint(const char* name, llvm::Constant* value) {
+    llvm::Metadata* ops[] = {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(value)};
+    return llvm::MDNode::get(ctx_, ops);
+  }
+
+  // The latch's loop ID: a distinct node that names itself, then the hints.
+  void setLoopHints(llvm::BranchInst* latch, std::vector<llvm::Metadata*> hints) {
+    hints.insert(hints.begin(), nullptr);
+    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, hints);
+    id->replaceOperandWith(0, id);
     latch->setMetadata(llvm::LLVMContext::MD_loop, id);
   }
 
@@ -274,13 +276,7 @@ class KernelGen {
   // does it (with a remainder loop when the trip count is not a multiple), where its own cost
   // model would leave a 24-FMA body alone.
   void unrollBy(llvm::BranchInst* latch, int64_t count) {
-    if (count <= 1) return;
-    llvm::Metadata* hint[] = {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
-                              llvm::ConstantAsMetadata::get(b_.getInt32(static_cast<uint32_t>(count)))};
-    llvm::Metadata* ops[] = {nullptr, llvm::MDNode::get(ctx_, hint)};
-    llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
-    id->replaceOperandWith(0, id);
-    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+    if (count > 1) setLoopHints(latch, {loopHint("llvm.loop.unroll.count", b_.getInt32(static_cast<uint32_t>(count)))});
   }
 
   // ---- packed panels and register tiles (the tile pass) ---------------------------------------
