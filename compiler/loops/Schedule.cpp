@@ -100,7 +100,15 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
   // The matmul nest's B panel may fill L1; the implicit GEMM's, half of L1 (measured: the
   // whole-L1 block is 5 % slower at conv (8, 64, 128, 28, 28), 2-3 % faster at SGEMM 1024-2048).
   const int64_t l1Share = chooseOrder ? m.l1Bytes : m.l1Bytes / 2;
-  int64_t kc = o.kc.value_or(std::max<int64_t>(8, l1Share / (s.nr * 4) / 8 * 8));
+  int64_t kcRule = std::max<int64_t>(8, l1Share / (s.nr * 4) / 8 * 8);
+  // A panel of 4 vectors of 16 (AVX-512's 6x64 tile) would cut the matmul's k blocks to 128 in a
+  // 32 KiB L1, and every k block reads and writes all of C once more: at SGEMM 2048 (C 16 MiB,
+  // past L2) that traffic cost 8 % on Zen 4. Such a panel streams from L2 instead (one vector
+  // load per 6 FMAs, well within L2's bandwidth), with k blocks of up to 512 (measured, Zen 4:
+  // 2048 172 -> 158 ms, 1024 20.8 -> 19.7 ms; conv's blocks are kept).
+  const bool panelInL2 = chooseOrder && kcRule < 512 && m.l2Bytes / 4 / (s.nr * 4) > kcRule;
+  if (panelInL2) kcRule = std::min<int64_t>(512, m.l2Bytes / 4 / (s.nr * 4) / 8 * 8);
+  int64_t kc = o.kc.value_or(kcRule);
   s.kc = canBlockK ? kc : 0;
   if (s.kc >= K) {
     // K fits in one block: no k blocks, unless the unblocked nest would need several row blocks
@@ -118,7 +126,10 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
     mc = m.l2Bytes / 2 / (s.kc * 4);
     blockRule = fmt::format("A block {}x{} <= L2/2 ({} KiB); B panel {}x{} = {} KiB <= {} ({} KiB), packed {} columns at a time "
                             "({{nc}}, <= L2/4)",
-                            "{mc}", s.kc, m.l2Bytes / 2048, s.kc, s.nr, s.kc * s.nr * 4 / 1024, chooseOrder ? "L1" : "L1/2", l1Share / 1024, "{ncw}");
+                            "{mc}", s.kc, m.l2Bytes / 2048, s.kc, s.nr, s.kc * s.nr * 4 / 1024,
+                            panelInL2 ? "a quarter of L2" : chooseOrder ? "L1" : "L1/2",
+                            panelInL2 ? m.l2Bytes / 4096 : l1Share / 1024, "{ncw}");
+    if (panelInL2) blockRule += ", read from L2: a panel of 4 vectors would keep k blocks short in L1";
   } else {
     int64_t budget = m.l2Bytes * 3 / 4 - K * s.nr * 4;
     mc = budget > 0 ? budget / (K * 4) : s.mr;

@@ -325,7 +325,10 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   CHECK(w.nr == 64);
   CHECK(w.mr == 6);
   CHECK(w.ku == 1);
-  CHECK(w.kc == 128);  // 128 x 64 floats = 32 KiB
+  // 128 x 64 floats would fill L1: the wide panel streams from L2 in k blocks of 512 (128 KiB).
+  CHECK(w.kc == 512);
+  CHECK(w.explanation.find("B panel 512x64 = 128 KiB <= a quarter of L2") != std::string::npos);
+  CHECK(w.explanation.find("read from L2: a panel of 4 vectors would keep k blocks short in L1") != std::string::npos);
   CHECK(w.explanation.find("C tile 6x64 = 24 accumulators of 16 floats (+4 column vectors +1 broadcast = 29 of 32 registers, "
                            "10 loads per 24 FMAs, >= 8 in flight (FMA latency 4 x 2 pipes)); k unrolled 1x") != std::string::npos);
   // Two vectors where 6x64 would pad too much (256 columns: none; 97 x 131: 18 % more than 8x32),
