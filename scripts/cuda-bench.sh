@@ -6,6 +6,7 @@
 #   scripts/cuda-bench.sh                 everything
 #   CUDA_BENCH_SKIP_TESTS=1 scripts/...   skip the ctest step
 #   BUILD_DIR=build-cuda scripts/...      another build tree (default build)
+#   TEXC=path/to/texc scripts/...         a texc built elsewhere: no build, no ctest step
 #
 # Rows: fused GELU over 2^26 floats as a fraction of device-to-device copy bandwidth; SGEMM 4096
 # against cuBLAS; conv 3x3 + scale/bias + 2x2 max pool (N=32, C=K=64, 56x56) against cuDNN conv
@@ -36,51 +37,86 @@ export CUDA_HOME="$cuda_home"
 echo "cuda-bench: $gpu_name, $arch, CUDA toolkit $cuda_home" >&2
 
 # ---- build --------------------------------------------------------------------------------------
-echo "cuda-bench: building texc ($build_dir)" >&2
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || die "cmake configure failed (run scripts/setup.sh first?)"
-cmake --build "$build_dir" -j "$(nproc)" --target texc test_cuda >/dev/null || die "build failed: cmake --build $build_dir --target texc test_cuda"
-texc="$root/$build_dir/texc"
+if [[ -n "${TEXC:-}" ]]; then
+  texc=$(realpath "$TEXC")
+  [[ -x "$texc" ]] || die "TEXC=$TEXC is not an executable"
+  echo "cuda-bench: using $texc (no build, no ctest step)" >&2
+  CUDA_BENCH_SKIP_TESTS=1
+  mkdir -p "$build_dir"
+else
+  echo "cuda-bench: building texc ($build_dir)" >&2
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null || die "cmake configure failed (run scripts/setup.sh first?)"
+  cmake --build "$build_dir" -j "$(nproc)" --target texc test_cuda >/dev/null || die "build failed: cmake --build $build_dir --target texc test_cuda"
+  texc="$root/$build_dir/texc"
+fi
 
 if [[ -z "${CUDA_BENCH_SKIP_TESTS:-}" ]]; then
   echo "cuda-bench: ctest -L cuda" >&2
   ctest --test-dir "$build_dir" -L cuda --output-on-failure -j 4 >&2 || die "CUDA tests failed (see above)"
 fi
 
+# cuDNN's headers come with the toolkit on some installs and only in the nvidia-cudnn Python wheel on
+# others; where neither builds, the same four figures come from PyTorch (bench/cuda/peers.py).
 echo "cuda-bench: building the cuBLAS/cuDNN peers" >&2
 peers="$root/$build_dir/cuda-peers"
-"$cuda_home/bin/nvcc" -O3 -arch="$arch" bench/cuda/peers.cu -lcublas -lcudnn -o "$peers" \
-  || die "nvcc could not build bench/cuda/peers.cu (cuBLAS and cuDNN headers and libraries are needed)"
-
-# ---- measure ------------------------------------------------------------------------------------
+cudnn_flags=()
+if [[ ! -e "$cuda_home/include/cudnn.h" ]]; then
+  wheel=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null || true)
+  [[ -n "$wheel" && -e "$wheel/include/cudnn.h" ]] && cudnn_flags=(-I"$wheel/include" -L"$wheel/lib" -Xlinker -rpath="$wheel/lib")
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "cuda-bench: running the peers" >&2
-"$peers" >"$tmp/peers.txt" || die "bench/cuda/peers.cu failed: $(cat "$tmp/peers.txt")"
+if "$cuda_home/bin/nvcc" -O3 -arch="$arch" bench/cuda/peers.cu "${cudnn_flags[@]}" -lcublas -lcudnn -o "$peers" 2>"$tmp/peers-build.txt"; then
+  echo "cuda-bench: running the peers (cuBLAS/cuDNN)" >&2
+  "$peers" >"$tmp/peers.txt" || die "bench/cuda/peers.cu failed: $(cat "$tmp/peers.txt")"
+  peer_source="cuBLAS/cuDNN called directly"
+else
+  echo "cuda-bench: nvcc could not build bench/cuda/peers.cu ($(head -c 300 "$tmp/peers-build.txt")); using PyTorch" >&2
+  python3 bench/cuda/peers.py >"$tmp/peers.txt" || die "neither bench/cuda/peers.cu nor bench/cuda/peers.py ran (cuBLAS/cuDNN or PyTorch is needed)"
+  peer_source="cuBLAS/cuDNN through PyTorch"
+fi
+cat "$tmp/peers.txt" >&2
 peer() { awk -v k="$1" -v f="${2:-2}" '$1 == k { print $f }' "$tmp/peers.txt"; }
+
+# A workload that fails is named and counted, and the others still run: the script exits 1 at the
+# end, and the table shows n/a for what did not run.
+# (texc_ms runs in a command substitution's subshell, so failures are counted in a file.)
+fail() { echo "cuda-bench: FAILED: $*" >&2; echo "$*" >>"$tmp/failures"; }
 
 # texc's kernel time: the median that `texc run --repeat` prints (GPU events around the kernels).
 texc_ms() {
   local name=$1; shift
   echo "cuda-bench: texc $name" >&2
-  "$texc" run "$@" --target cuda --random 1 --repeat "$repeat" --output-dir "$tmp/out-$name" 2>"$tmp/$name.err" >/dev/null \
-    || die "texc run $* --target cuda failed: $(cat "$tmp/$name.err")"
-  sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p' "$tmp/$name.err"
+  if "$texc" run "$@" --target cuda --random 1 --repeat "$repeat" --output-dir "$tmp/out-$name" 2>"$tmp/$name.err" >/dev/null; then
+    sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p' "$tmp/$name.err"
+  else
+    fail "texc run $* --target cuda: $(tail -3 "$tmp/$name.err")"
+  fi
 }
+# Each workload's kernels checked against the float64 reference first (--check, one run), at the
+# benchmark's size where the reference takes seconds and at a smaller one where it would take
+# minutes (SGEMM 4096, conv at N=32); attention at N = 4096, d = 64, causal and not: the
+# online-tile kernel and the materialized program (--disable-pass=online-softmax: four kernels,
+# the N x N scores stored).
+texc_check() {
+  echo "cuda-bench: texc $1 --check" >&2
+  "$texc" run "${@:2}" --target cuda --random 1 --check --output-dir "$tmp/check-$1" >"$tmp/$1.check" 2>&1 \
+    || fail "texc run ${*:2} --target cuda --check: $(tail -3 "$tmp/$1.check")"
+}
+texc_check gelu bench/cuda/gelu.tex
+texc_check sgemm examples/matmul.tex -D M=1024 -D K=1024 -D N=1024
+texc_check convpool examples/conv_pool.tex -D N=2 -D C=64 -D K=64 -D H=56 -D W=56
+texc_check softmax examples/softmax.tex -D R=4096 -D D=4096
+texc_check layernorm examples/layernorm.tex -D R=4096 -D D=4096
+texc_check attn examples/attention.tex -D N=4096
+texc_check attnfull bench/workloads/attention_full.tex -D N=4096
+texc_check attnmat examples/attention.tex -D N=4096 --disable-pass=online-softmax
+
 gelu_ms=$(texc_ms gelu bench/cuda/gelu.tex)
 sgemm_ms=$(texc_ms sgemm examples/matmul.tex -D M=4096 -D K=4096 -D N=4096)
 conv_ms=$(texc_ms convpool examples/conv_pool.tex -D N=32 -D C=64 -D K=64 -D H=56 -D W=56)
 softmax_ms=$(texc_ms softmax examples/softmax.tex -D R=4096 -D D=4096)
-# Attention at N = 4096, d = 64, causal and not: the online-tile kernel against the materialized
-# program (--disable-pass=online-softmax: four kernels, the N x N scores stored), each checked
-# against the float64 reference first (--check, one run).
-attention_check() {
-  echo "cuda-bench: texc $1 --check" >&2
-  "$texc" run "${@:2}" --target cuda --random 1 --check --output-dir "$tmp/check-$1" >"$tmp/$1.check" 2>&1 \
-    || die "texc run ${*:2} --target cuda --check failed: $(tail -3 "$tmp/$1.check")"
-}
-attention_check attn examples/attention.tex -D N=4096
-attention_check attnfull bench/workloads/attention_full.tex -D N=4096
-attention_check attnmat examples/attention.tex -D N=4096 --disable-pass=online-softmax
+layernorm_ms=$(texc_ms layernorm examples/layernorm.tex -D R=4096 -D D=4096)
 attn_ms=$(texc_ms attn examples/attention.tex -D N=4096)
 attn_mat_ms=$(texc_ms attnmat examples/attention.tex -D N=4096 --disable-pass=online-softmax)
 attn_full_ms=$(texc_ms attnfull bench/workloads/attention_full.tex -D N=4096)
@@ -93,19 +129,29 @@ cudnn_softmax_ms=$(peer softmax_ms)
 
 # ---- the table ----------------------------------------------------------------------------------
 awk -v gpu="$gpu_name" -v gelu="$gelu_ms" -v copy="$copy_gbs" -v sg="$sgemm_ms" -v cb="$cublas_ms" \
-    -v cv="$conv_ms" -v cd="$cudnn_conv_ms" -v sm="$softmax_ms" -v cs="$cudnn_softmax_ms" \
-    -v at="$attn_ms" -v am="$attn_mat_ms" -v af="$attn_full_ms" -v afm="$attn_full_mat_ms" 'BEGIN {
+    -v cv="$conv_ms" -v cd="$cudnn_conv_ms" -v sm="$softmax_ms" -v cs="$cudnn_softmax_ms" -v ln="$layernorm_ms" \
+    -v at="$attn_ms" -v am="$attn_mat_ms" -v af="$attn_full_ms" -v afm="$attn_full_mat_ms" \
+    -v peers="$peer_source" '
+function row(name, t, p, unit, target) {
+  if (t == "" || p == "" || t + 0 == 0 || p + 0 == 0) printf "| %-34s | %12s | %12s | %9s | %-7s |\n", name, t == "" ? "n/a" : t, p == "" ? "n/a" : p, "n/a", target
+  else if (unit == "ms") printf "| %-34s | %9.3f ms | %9.3f ms | %8.1f%% | %-7s |\n", name, t, p, 100 * p / t, target
+  else printf "| %-34s | %7.2f %s | %7.2f %s | %8.1f%% | %-7s |\n", name, t, unit, p, unit, 100 * t / p, target
+}
+BEGIN {
   n = 2^26; bytes = 2 * 4 * n; flops = 2 * 4096^3
-  gelu_gbs = bytes / (gelu * 1e-3) / 1e9
-  printf "texc CUDA backend on %s (medians; texc: GPU events around its kernels)\n\n", gpu
+  printf "texc CUDA backend on %s (medians; texc: GPU events around its kernels; peers: %s)\n\n", gpu, peers
   printf "| %-34s | %12s | %12s | %9s | %-7s |\n", "workload", "texc", "peer", "texc/peer", "target"
   printf "|%s|%s|%s|%s|%s|\n", "------------------------------------", "--------------", "--------------", "-----------", "---------"
-  printf "| %-34s | %7.1f GB/s | %7.1f GB/s | %8.1f%% | %-7s |\n", "fused GELU 2^26 vs D2D copy", gelu_gbs, copy, 100 * gelu_gbs / copy, ">= 90%"
-  printf "| %-34s | %6.2f TF/s | %6.2f TF/s | %8.1f%% | %-7s |\n", "SGEMM 4096 fp32 vs cuBLAS", flops / (sg * 1e-3) / 1e12, flops / (cb * 1e-3) / 1e12, 100 * cb / sg, ">= 80%"
-  printf "| %-34s | %9.3f ms | %9.3f ms | %8.1f%% | %-7s |\n", "conv3x3+bias+maxpool vs cuDNN", cv, cd, 100 * cd / cv, "-"
-  printf "| %-34s | %9.3f ms | %9.3f ms | %8.1f%% | %-7s |\n", "softmax 4096x4096 vs cuDNN", sm, cs, 100 * cs / sm, "-"
-  printf "| %-34s | %9.3f ms | %9.3f ms | %8.1f%% | %-7s |\n", "attention causal 4096 vs materialized", at, am, 100 * am / at, "-"
-  printf "| %-34s | %9.3f ms | %9.3f ms | %8.1f%% | %-7s |\n", "attention 4096 vs materialized", af, afm, 100 * afm / af, "-"
+  row("fused GELU 2^26 vs D2D copy", gelu == "" ? "" : bytes / (gelu * 1e-3) / 1e9, copy, "GB/s", ">= 90%")
+  row("SGEMM 4096 fp32 vs cuBLAS", sg == "" ? "" : flops / (sg * 1e-3) / 1e12, cb == "" ? "" : flops / (cb * 1e-3) / 1e12, "TF/s", ">= 80%")
+  row("conv3x3+bias+maxpool vs cuDNN", cv, cd, "ms", "-")
+  row("softmax 4096x4096 vs cuDNN", sm, cs, "ms", "-")
+  rows = 4096 * 4096 * 4 * 2
+  row("softmax 4096x4096 vs D2D copy", sm == "" ? "" : rows / (sm * 1e-3) / 1e9, copy, "GB/s", ">= 90%")
+  row("layernorm 4096x4096 vs D2D copy", ln == "" ? "" : rows / (ln * 1e-3) / 1e9, copy, "GB/s", ">= 90%")
+  row("attention causal 4096 vs materialized", at, am, "ms", "-")
+  row("attention 4096 vs materialized", af, afm, "ms", "-")
   printf "\n(texc/peer: texc speed as a fraction of the peer; conv row: cuDNN runs conv + pool without the scale/bias;\n"
   printf " attention rows: the peer is texc --disable-pass=online-softmax, all three checked against the float64 reference)\n"
 }'
+[[ ! -s "$tmp/failures" ]] || die "$(wc -l <"$tmp/failures") workload(s) failed (see above)"

@@ -91,8 +91,11 @@ std::vector<std::string> gpuMappingLines(const LoopProgram& p, const Kernel& k) 
                               m.tile, m.regBlock, m.regBlock, m.kStep, numbers(m.rowOperands, "#"), numbers(m.colOperands, "#"),
                               m.copies.empty() ? "" : "; the same reduction gives " + numbers(m.copies, "acc")));
   }
-  if (m.strategy == GpuStrategy::OnlineTile)
-    out.push_back(fmt::format("{} query rows per block, one per thread; keys in stages of {} through shared memory", m.tile, m.kStep));
+  if (m.strategy == GpuStrategy::OnlineTile) {
+    const int lanes = m.tile > 0 ? m.threads / m.tile : 1;
+    out.push_back(fmt::format("{} query rows per block, {}; keys in stages of {} through shared memory", m.tile,
+                              lanes > 1 ? fmt::format("{} threads each", lanes) : std::string("one per thread"), m.kStep));
+  }
   for (const std::string& n : m.notes) out.push_back(n);
   for (const GpuRowSync& s : m.sync) {
     if (!s.barrierBefore.empty()) out.push_back(fmt::format("row statement {}: barrier before ({})", s.stmt + 1, s.barrierBefore));

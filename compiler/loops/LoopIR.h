@@ -299,6 +299,10 @@ struct GpuMapping {
   // combines and barriers (sync-gpu-threads; `synced` once it ran), and the barrier that ends a
   // row, with its reason (empty: none).
   int maxCombined = 0;
+  // row-block: rows in registers (GpuLegality.h, RowPlan): the row's length (0: none) and the
+  // buffers held, the output first when it is.
+  int64_t rowWidth = 0;
+  std::vector<int> rowRegisters;
   bool synced = false;
   std::vector<GpuRowSync> sync;
   std::string rowEndBarrier;

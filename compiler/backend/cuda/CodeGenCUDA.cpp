@@ -55,7 +55,7 @@ __device__ __forceinline__ float texc_sigmoid(float x) { return 1.0f / (1.0f + e
 __device__ __forceinline__ double texc_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 __device__ __forceinline__ float texc_f16_load(unsigned short h) {
   unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? 0.0f / 0.0f : 1.0f / 0.0f) : ldexpf((float)(m | 0x400u), (int)e - 25);
+  float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? __uint_as_float(0x7fffffffu) : __uint_as_float(0x7f800000u)) : ldexpf((float)(m | 0x400u), (int)e - 25);
   return (h >> 15) ? -v : v;
 }
 __device__ __forceinline__ unsigned short texc_f16_store(float f) {
@@ -163,8 +163,11 @@ class KernelGen {
   }
   std::string literal(double v) const {
     bool f32 = t_ == std::string("float");
-    if (std::isnan(v)) return f32 ? "(0.0f / 0.0f)" : "(0.0 / 0.0)";
-    if (std::isinf(v)) return v > 0 ? (f32 ? "(1.0f / 0.0f)" : "(1.0 / 0.0)") : (f32 ? "(-1.0f / 0.0f)" : "(-1.0 / 0.0)");
+    // Bit casts: NVRTC and ptxas fold neither 1.0f / 0.0f nor 0.0f / 0.0f, and each costs a division.
+    if (std::isnan(v)) return f32 ? "__uint_as_float(0x7fffffffu)" : "__longlong_as_double(0x7fffffffffffffffLL)";
+    if (std::isinf(v))
+      return v > 0 ? (f32 ? "__uint_as_float(0x7f800000u)" : "__longlong_as_double(0x7ff0000000000000LL)")
+                   : (f32 ? "__uint_as_float(0xff800000u)" : "(-__longlong_as_double(0x7ff0000000000000LL))");
     std::string s = f32 ? fmt::format("{:.9g}", v) : fmt::format("{:.17g}", v);
     if (s.find_first_of(".e") == std::string::npos) s += ".0";
     if (f32) s += "f";
@@ -216,12 +219,13 @@ class KernelGen {
     return s.empty() ? "0" : s;
   }
 
-  std::string load(const Expr& e) const {
-    std::string raw = fmt::format("{}[{}]", bufferName(e.buffer), offset(e.buffer, e.index));
-    switch (p_.buffers[e.buffer].dtype) {
+  std::string load(const Expr& e) const { return loadAt(e.buffer, offset(e.buffer, e.index)); }
+  std::string loadAt(int buffer, const std::string& at) const {
+    std::string raw = fmt::format("{}[{}]", bufferName(buffer), at);
+    switch (p_.buffers[buffer].dtype) {
       case DType::F16: return fmt::format("(({})texc_f16_load({}))", t_, raw);
       case DType::BF16: return fmt::format("(({})texc_bf16_load({}))", t_, raw);
-      default: return p_.buffers[e.buffer].dtype == k_.computeType ? raw : fmt::format("(({}){})", t_, raw);
+      default: return p_.buffers[buffer].dtype == k_.computeType ? raw : fmt::format("(({}){})", t_, raw);
     }
   }
 
@@ -231,12 +235,18 @@ class KernelGen {
       case ExprKind::VarValue: return fmt::format("(({}){})", t_, e.index.empty() ? varNames_[e.var] : index(e.index[0]));
       case ExprKind::Load: {
         auto it = loads.find(&e);
-        return it != loads.end() ? it->second : load(e);
+        if (it != loads.end()) return it->second;
+        auto row = rowRegs_.find(e.buffer);
+        if (row != rowRegs_.end() && !laneCounter_.empty()) return fmt::format("{}[{}]", row->second, laneCounter_);
+        // Predicated code runs for rows and keys it does not count: a load from memory only when on.
+        return on_.empty() ? load(e) : fmt::format("({} ? {} : {})", on_, load(e), literal(0));
       }
       case ExprKind::AccRead: return fmt::format("acc{}", e.acc);
       case ExprKind::Unary: return fmt::format("({}{})", e.unaryOp == UnaryOp::Neg ? "-" : "!", expr(e.args[0], loads));
       case ExprKind::Binary: {
         if (e.binaryOp == BinaryOp::Mod) throw std::logic_error("'%' reached code generation");
+        if (e.binaryOp == BinaryOp::Div && e.args[1].kind == ExprKind::AccRead && rcpAccs_.count(e.args[1].acc))
+          return fmt::format("({} * rcp{})", expr(e.args[0], loads), e.args[1].acc);
         const char* op = e.binaryOp == BinaryOp::And ? "&&" : e.binaryOp == BinaryOp::Or ? "||" : spelling(e.binaryOp);
         return fmt::format("({} {} {})", expr(e.args[0], loads), op, expr(e.args[1], loads));
       }
@@ -271,8 +281,22 @@ class KernelGen {
     return "?";
   }
 
+  // `v` converted to buffer b's storage type.
+  std::string storeValue(int b, std::string v) const {
+    switch (p_.buffers[b].dtype) {
+      case DType::F16: return fmt::format("texc_f16_store((float){})", v);
+      case DType::BF16: return fmt::format("texc_bf16_store((float){})", v);
+      default: return p_.buffers[b].dtype != k_.computeType ? fmt::format("({}){}", storageType(p_.buffers[b].dtype), v) : v;
+    }
+  }
+
   std::string store(const Store& s, const LoadMap& loads) const {
     std::string v = expr(s.value, loads);
+    auto row = rowRegs_.find(s.buffer);
+    if (row != rowRegs_.end() && !laneCounter_.empty()) {
+      std::string reg = fmt::format("{}[{}]", row->second, laneCounter_);
+      return fmt::format("{} = {};", reg, predicated(v, reg));
+    }
     switch (p_.buffers[s.buffer].dtype) {
       case DType::F16: v = fmt::format("texc_f16_store((float){})", v); break;
       case DType::BF16: v = fmt::format("texc_bf16_store((float){})", v); break;
@@ -286,6 +310,10 @@ class KernelGen {
     switch (s.kind()) {
       case StmtKind::Loop: {
         const Loop& l = s.as<Loop>();
+        if (rows_ && rows_->splitLoops.count(&l)) {
+          splitLoop(l, depth, out, loads);
+          break;
+        }
         out += fmt::format("{}for ({} {} = 0; {} < {}; ++{}) {{\n", pad, idx_, varNames_[l.var], varNames_[l.var], l.extent, varNames_[l.var]);
         for (const Stmt& b : l.body) stmt(b, depth + 1, out, loads);
         out += pad + "}\n";
@@ -302,13 +330,16 @@ class KernelGen {
       }
       case StmtKind::AccSet: {
         const AccSet& a = s.as<AccSet>();
-        out += fmt::format("{}acc{} = {};\n", pad, a.acc, expr(a.value, loads));
+        std::string acc = fmt::format("acc{}", a.acc);
+        out += fmt::format("{}{} = {};\n", pad, acc, predicated(expr(a.value, loads), acc));
         break;
       }
       case StmtKind::AccUpdate: {
         const AccUpdate& u = s.as<AccUpdate>();
         std::string a = fmt::format("acc{}", u.acc);
-        out += fmt::format("{}{} = {};\n", pad, a, combine(u.reduce, a, expr(u.value, loads)));
+        std::string v = combine(u.reduce, a, expr(u.value, loads));
+        // A lane's partial of a split loop starts from the identity each time: it needs no predicate.
+        out += fmt::format("{}{} = {};\n", pad, a, laneCounter_.empty() ? predicated(v, a) : v);
         break;
       }
       case StmtKind::Guard: {
@@ -382,9 +413,15 @@ class KernelGen {
   // copying its share of the stage's K and V rows (the staged loads) into shared memory, then each
   // thread running the one-pass recurrence over the stage's keys for its row, its running max and
   // sum in registers. Rows past the last take part in the staging (and the barriers) only.
-  void onlineTile(const Block& inner, std::string& out) const {
+  void onlineTile(const Block& inner, std::string& out) {
     std::optional<gpu::OnlineTileMatch> t = gpu::matchOnlineTile(p_, k_, gpu::kernelShape(k_));
     if (!t) throw std::logic_error("codegen-cuda: online-tile kernel " + k_.name + " does not have the online-softmax shape");
+    if (!t->splitLoops.empty()) {
+      rowsMatch_ = std::move(t);
+      rows_ = &*rowsMatch_;
+      onlineTileRows(inner, out);
+      return;
+    }
     const int rowsPerBlock = m_.tile, stage = m_.kStep;
     const Loop& rows = *lhs_.back();
     const Loop& keys = *t->keys;
@@ -426,6 +463,133 @@ class KernelGen {
     out += "    if (active) {\n";
     for (size_t n = t->keyStmt + 1; n < inner.size(); ++n) stmt(inner[n], 3, out);
     out += "    }\n  }\n";
+  }
+
+  // `value`, or the old value of `target` where the predicate of the code being printed is false.
+  std::string predicated(const std::string& value, const std::string& target) const {
+    return on_.empty() ? value : fmt::format("{} ? {} : {}", on_, value, target);
+  }
+
+  // The offset of element `col` of the current row of `buffer`, read as [outer.., i, col].
+  std::string rowOffset(int buffer, const std::string& col) const {
+    const Buffer& buf = p_.buffers[buffer];
+    std::string s = col;
+    int64_t stride = buf.shape.back();
+    for (size_t d = lhs_.size(); d-- > 0;) {
+      s = fmt::format("{} * {} + {}", stride, varNames_[lhs_[d]->var], s);
+      stride *= buf.shape[d];
+    }
+    return s;
+  }
+
+  // A loop over the row's elements, split over the row's lanes (lane l takes l, l + lanes, ...),
+  // unrolled so that the row arrays stay in registers; then the partials of the reductions it
+  // holds combined by xor shuffles among the row's lanes (every lane ends with the same value).
+  void splitLoop(const Loop& l, int depth, std::string& out, const LoadMap& loads) const {
+    std::string pad(2 * depth, ' ');
+    const int lanes = rows_->lanes;
+    out += fmt::format("#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", pad, rows_->rowWidth / lanes);
+    out += fmt::format("{}  const {} {} = {};\n", pad, idx_, varNames_[l.var], lanes == 1 ? "u" : fmt::format("lane + {} * u", lanes));
+    laneCounter_ = "u";
+    for (const Stmt& b : l.body) stmt(b, depth + 1, out, loads);
+    laneCounter_.clear();
+    out += pad + "}\n";
+    if (lanes == 1) return;
+    for (const auto& [loop, accs] : rows_->reduced) {
+      if (loop != &l) continue;
+      for (const auto& [acc, kind] : accs) {
+        std::string a = fmt::format("acc{}", acc);
+        out += fmt::format("#pragma unroll\n{}for (int x = {}; x > 0; x /= 2) {} = {};  // the row's lanes\n", pad, lanes / 2, a,
+                           combine(kind, a, fmt::format("__shfl_xor_sync(rowMask, {}, x)", a)));
+      }
+    }
+  }
+
+  // online-tile with rows in registers (GpuLegality.h, OnlineTileMatch): `lanes` threads per query
+  // row, `tile` rows per block. Every thread runs every statement of the row body, the key loop's
+  // included, so that the shuffles and barriers are block-uniform: a statement that writes an
+  // accumulator or the output row is predicated on the row being real (`active`) and, in the key
+  // body, the key being unmasked (`on`), and memory is read only where the predicate holds.
+  void onlineTileRows(const Block& inner, std::string& out) {
+    const gpu::OnlineTileMatch& t = *rows_;
+    const int rowsPerBlock = m_.tile, stage = m_.kStep, lanes = t.lanes;
+    const int64_t perLane = t.rowWidth / lanes;
+    const Loop& rows = *lhs_.back();
+    const Loop& keys = *t.keys;
+    const std::string& ni = varNames_[rows.var];
+    const std::string& nj = varNames_[keys.var];
+    std::vector<const Loop*> outer(lhs_.begin(), lhs_.end() - 1);
+    LoadMap staged;
+    for (size_t slot = 0; slot < t.slotExtents.size(); ++slot)
+      out += fmt::format("  __shared__ {} stage{}[{}];  // {}: {} keys x {}\n", t_, slot, stage * t.slotExtents[slot],
+                         p_.buffers[t.staged[t.slotFirst[slot]].load->buffer].name, stage, t.slotExtents[slot]);
+    for (const gpu::StagedLoad& sl : t.staged)
+      staged[sl.load] = fmt::format("stage{}[jj * {} + {}]", sl.slot, t.slotExtents[sl.slot], varNames_[sl.var]);
+    rowRegs_[k_.outputBuffer] = bufferName(k_.outputBuffer) + "_row";
+    for (int b : t.preloaded) rowRegs_[b] = bufferName(b) + "_row";
+    out += fmt::format("  for ({} blk = blockIdx.x; blk < {}; blk += gridDim.x) {{\n", idx_, m_.work);
+    out += fmt::format("    const {} row0 = (blk % {}) * {};\n", idx_, t.tiles, rowsPerBlock);
+    if (lanes > 1) out += fmt::format("    const int lane = threadIdx.x % {};\n", lanes);
+    out += fmt::format("    const {} {} = row0 + threadIdx.x{};\n", idx_, ni, lanes > 1 ? fmt::format(" / {}", lanes) : "");
+    if (!outer.empty()) bind(outer, fmt::format("(blk / {})", t.tiles), 2, out);
+    out += fmt::format("    const bool active = {} < {};\n", ni, rows.extent);
+    if (lanes > 1)
+      out += fmt::format("    const unsigned rowMask = {};  // this row's lanes of the warp\n",
+                         lanes == 32 ? std::string("0xffffffffu") : fmt::format("0x{:x}u << (threadIdx.x % 32 / {} * {})", (1u << lanes) - 1, lanes, lanes));
+    if (k_.numAccs > 0) {
+      out += "    " + t_ + " ";
+      for (int a = 0; a < k_.numAccs; ++a) out += fmt::format("{}acc{} = {}", a ? ", " : "", a, literal(0));
+      out += ";\n";
+    }
+    for (const auto& [b, name] : rowRegs_) out += fmt::format("    {} {}[{}] = {{}};\n", t_, name, perLane);
+    const std::string col = lanes == 1 ? "u" : fmt::format("lane + {} * u", lanes);
+    for (int b : t.preloaded)
+      out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {}[u] = active ? {} : {};\n", perLane, rowRegs_[b],
+                         loadAt(b, rowOffset(b, col)), literal(0));
+    on_ = "active";
+    for (size_t n = 0; n < t.keyStmt; ++n) stmt(inner[n], 2, out);
+    on_.clear();
+    out += fmt::format("    for ({} j0 = 0; j0 < {}; j0 += {}) {{\n", idx_, keys.extent, stage);
+    out += stageSkip(keys, rows.var, rowsPerBlock, stage);
+    out += "      __syncthreads();  // every thread is done with the previous stage\n";
+    for (size_t slot = 0; slot < t.slotExtents.size(); ++slot) {
+      const gpu::StagedLoad& first = t.staged[t.slotFirst[slot]];
+      const int64_t width = t.slotExtents[slot];
+      out += fmt::format("      for (int e = threadIdx.x; e < {}; e += {}) {{\n", stage * width, m_.threads);
+      out += fmt::format("        const {} {} = j0 + e / {}, {} = e % {};\n", idx_, nj, width, varNames_[first.var], width);
+      out += fmt::format("        stage{}[e] = {} < {} ? {} : {};\n      }}\n", slot, nj, keys.extent, load(*first.load), literal(0));
+    }
+    out += "      __syncthreads();\n";
+    out += fmt::format("      const int keysHere = {0} - j0 < {1} ? (int)({0} - j0) : {1};\n", keys.extent, stage);
+    // Unrolled by 4: the next keys' dot products and shuffles depend only on the stage and the
+    // row's registers, so they overlap the running max and sum's chain of the current key.
+    out += "#pragma unroll 4\n      for (int jj = 0; jj < keysHere; ++jj) {\n";
+    out += fmt::format("        const {} {} = j0 + jj;\n", idx_, nj);
+    const Block* keyBody = &keys.body;
+    std::string on = "active";
+    if (keyBody->size() == 1 && (*keyBody)[0].is<Guard>()) {
+      const Guard& g = (*keyBody)[0].as<Guard>();
+      for (const GuardCond& c : g.conds) {
+        std::string ix = index(c.index);
+        on += fmt::format(" && {} >= 0 && {} < {}", ix, ix, c.extent);
+      }
+      keyBody = &g.body;
+    }
+    out += fmt::format("        const bool on = {};  // a real row and an unmasked key\n", on);
+    on_ = "on";
+    for (const Stmt& b : *keyBody) stmt(b, 4, out, staged);
+    on_.clear();
+    out += "      }\n    }\n";
+    on_ = "active";
+    std::vector<const Stmt*> post;
+    for (size_t n = t.keyStmt + 1; n < inner.size(); ++n) post.push_back(&inner[n]);
+    hoistReciprocals(post, 2, out);
+    for (const Stmt* st : post) stmt(*st, 2, out);
+    rcpAccs_.clear();
+    on_.clear();
+    out += fmt::format("    if (active) {{\n#pragma unroll\n      for (int u = 0; u < {}; ++u) {}[{}] = {}[u];\n    }}\n", perLane,
+                       bufferName(k_.outputBuffer), rowOffset(k_.outputBuffer, col), rowRegs_[k_.outputBuffer]);
+    out += "  }\n";
   }
 
   // A stage of keys that the mask (the key loop's guard: affine comparisons) excludes for every row
@@ -496,6 +660,18 @@ class KernelGen {
     out += fmt::format("  for ({} row = blockIdx.x; row < {}; row += gridDim.x) {{\n", idx_, outputs_);
     bind(lhs_, "row", 2, out);
     out += declareAccs(2);
+    // Rows in registers: element s of a thread's share is e = threadIdx.x + b*s.
+    const int64_t width = m_.rowWidth, perThread = (width + b - 1) / b;
+    const bool ragged = width % b != 0;
+    const std::string col = fmt::format("threadIdx.x + {} * s", b);
+    for (int buf : m_.rowRegisters) {
+      rowRegs_[buf] = bufferName(buf) + "_row";
+      out += fmt::format("    {} {}_row[{}];\n", t_, bufferName(buf), perThread);
+      if (buf == k_.outputBuffer) continue;
+      std::string value = loadAt(buf, rowOffset(buf, col));
+      if (ragged) value = fmt::format("{} < {} ? {} : {}", col, width, value, literal(0));
+      out += fmt::format("#pragma unroll\n    for (int s = 0; s < {}; ++s) {}_row[s] = {};  // read once\n", perThread, bufferName(buf), value);
+    }
     auto sync = [&](const std::string& why) { out += fmt::format("    __syncthreads();  // {}\n", why); };
     int phaseNo = 0;
     for (size_t n = 0; n < inner.size(); ++n) {
@@ -513,9 +689,22 @@ class KernelGen {
         int64_t extent = 1;
         for (const Loop* l : nest) extent *= l->extent;
         out += fmt::format("    // phase {}\n", ++phaseNo);
-        out += fmt::format("    for ({} e = threadIdx.x; e < {}; e += {}) {{\n", idx_, extent, b);
-        bind(nest, "e", 3, out);
-        for (const Stmt& st : innermostBody(nest)) stmt(st, 3, out);
+        hoistReciprocals(innermostBody(nest), 2, out);
+        if (width) {
+          out += fmt::format("#pragma unroll\n    for (int s = 0; s < {}; ++s) {{\n", perThread);
+          out += fmt::format("      const {} e = {};\n", idx_, col);
+          if (ragged) out += fmt::format("      if (e < {}) {{\n", width);
+          bind(nest, "e", ragged ? 4 : 3, out);
+          laneCounter_ = "s";
+          for (const Stmt& st : innermostBody(nest)) stmt(st, ragged ? 4 : 3, out);
+          laneCounter_.clear();
+          if (ragged) out += "      }\n";
+        } else {
+          out += fmt::format("    for ({} e = threadIdx.x; e < {}; e += {}) {{\n", idx_, extent, b);
+          bind(nest, "e", 3, out);
+          for (const Stmt& st : innermostBody(nest)) stmt(st, 3, out);
+        }
+        rcpAccs_.clear();
         out += "    }\n";
       }
       if (sy.accs.empty()) continue;
@@ -543,8 +732,46 @@ class KernelGen {
       butterfly();
       sync("partial is rewritten by the next reduction");
     }
+    if (width && !m_.rowRegisters.empty() && m_.rowRegisters[0] == k_.outputBuffer) {
+      out += fmt::format("#pragma unroll\n    for (int s = 0; s < {}; ++s) {{  // the output row, written once\n", perThread);
+      std::string target = fmt::format("{}[{}] = {};", bufferName(k_.outputBuffer), rowOffset(k_.outputBuffer, col),
+                                       storeValue(k_.outputBuffer, bufferName(k_.outputBuffer) + "_row[s]"));
+      out += ragged ? fmt::format("      if ({} < {}) {}\n", col, width, target) : "      " + target + "\n";
+      out += "    }\n";
+    }
     if (!m_.rowEndBarrier.empty()) sync(m_.rowEndBarrier);
     out += "  }\n";
+  }
+
+  // Before a loop whose statements divide by a row accumulator they do not write (softmax's
+  // e / s, attention's O / l): its reciprocal once, and a multiplication per element
+  // (within the tests' bound: one more rounding).
+  void hoistReciprocals(const Block& body, int depth, std::string& out) const {
+    std::vector<const Stmt*> all;
+    for (const Stmt& st : body) all.push_back(&st);
+    hoistReciprocals(all, depth, out);
+  }
+  void hoistReciprocals(const std::vector<const Stmt*>& stmts, int depth, std::string& out) const {
+    std::set<int> written, divisors;
+    auto visit = [&](const Stmt& st) {
+      if (const auto* a = st.getIf<AccInit>()) written.insert(a->acc);
+      if (const auto* a = st.getIf<AccSet>()) written.insert(a->acc);
+      if (const auto* a = st.getIf<AccUpdate>()) written.insert(a->acc);
+      if (const Expr* v = valueOf(st))
+        forEachExprNode(*v, [&](const Expr& e) {
+          if (e.kind == ExprKind::Binary && e.binaryOp == BinaryOp::Div && e.args[1].kind == ExprKind::AccRead) divisors.insert(e.args[1].acc);
+        });
+    };
+    for (const Stmt* top : stmts) {
+      visit(*top);
+      if (const Loop* l = top->getIf<Loop>()) forEachStmt(l->body, visit);
+      if (const Guard* g = top->getIf<Guard>()) forEachStmt(g->body, visit);
+    }
+    for (int acc : divisors) {
+      if (written.count(acc)) continue;
+      out += fmt::format("{}const {} rcp{} = {} / acc{};\n", std::string(2 * depth, ' '), t_, acc, literal(1), acc);
+      rcpAccs_.insert(acc);
+    }
   }
 
   // ---- tiled contraction ---------------------------------------------------------------------------
@@ -659,6 +886,15 @@ class KernelGen {
     out += "      }\n    }\n  }\n";
   }
 
+  // Rows in registers (onlineTileRows): the plan, the register array of each buffer held per row,
+  // the current split loop's counter, and the predicate of the statements being printed.
+  std::optional<gpu::OnlineTileMatch> rowsMatch_;
+  const gpu::OnlineTileMatch* rows_ = nullptr;
+  mutable std::map<int, std::string> rowRegs_;
+  mutable std::string laneCounter_;
+  std::string on_;
+  mutable std::set<int> rcpAccs_;  // accumulators whose reciprocal the code in print has hoisted
+
   const LoopProgram& p_;
   const Kernel& k_;
   const GpuMapping& m_;
@@ -695,27 +931,37 @@ CudaModule printCUDA(const loops::LoopProgram& program, const std::string& symbo
   for (const loops::Buffer& b : program.buffers)
     if (b.kind == loops::BufferKind::Local)
       throw std::logic_error("codegen-cuda: local buffer " + b.name + " (the CPU's tiled online softmax) reached the CUDA backend");
-  // 32-bit indices when every buffer and loop nest fits (faster address arithmetic), else 64-bit.
-  bool wide = false;
-  for (const loops::Buffer& b : program.buffers) wide = wide || b.numElements() >= (int64_t{1} << 30);
-  // A loop nest's iterations: each loop's extent times those of the loops around it.
-  for (const loops::Kernel& k : program.kernels)
-    loops::walkWithEnclosing(k.body, [&](const loops::Stmt& s, const std::vector<const loops::Stmt*>& enclosing) {
-      if (const auto* loop = s.getIf<loops::Loop>()) {
-        int64_t n = 1;
-        for (const loops::Stmt* e : enclosing)
-          if (const auto* outer = e->getIf<loops::Loop>()) n *= outer->extent;
-        wide = wide || n * loop->extent >= (int64_t{1} << 30);
-      }
-      return loops::WalkAction::Advance;
-    });
-
   CudaModule m;
   m.source = "// CUDA C generated by texc from the loop IR (docs/cuda.md).\n";
   m.source += loops::kPrelude;
   m.source += "\n";
-  for (const loops::Kernel& k : program.kernels) m.kernels.push_back(loops::KernelGen(program, k, symbolPrefix, wide).run(m.source));
+  for (const loops::Kernel& k : program.kernels)
+    m.kernels.push_back(loops::KernelGen(program, k, symbolPrefix, needsWideIndex(program, k)).run(m.source));
   return m;
+}
+
+// 32-bit indices for a kernel whose every index fits them, decided from its index ranges: each
+// value an index expression takes is an offset into a buffer the kernel reads or writes, a loop
+// variable, or a flattened perfect nest (the grid's and the block's strides), so the kernel is
+// 64-bit only when one of those reaches 2^30 (a margin of 2 below int's range for the
+// out-of-range indices a guard then rejects, and the grid-stride counters' last step).
+bool needsWideIndex(const loops::LoopProgram& program, const loops::Kernel& k) {
+  constexpr int64_t kLimit = int64_t{1} << 30;
+  bool wide = false;
+  auto buffer = [&](int b) { wide = wide || (b >= 0 && program.buffers[b].numElements() >= kLimit); };
+  buffer(k.outputBuffer);
+  loops::walk(k.body, [&](const loops::Stmt& s) {
+    if (const auto* st = s.getIf<loops::Store>()) buffer(st->buffer);
+    if (const loops::Expr* value = loops::valueOf(s)) loops::forEachLoad(*value, [&](const loops::Expr& e) { buffer(e.buffer); });
+    if (s.is<loops::Loop>()) {
+      int64_t n = 1;
+      for (const loops::Loop* l : loops::perfectNest(s)) n = n > kLimit / std::max<int64_t>(l->extent, 1) ? kLimit : n * l->extent;
+      wide = wide || n >= kLimit;
+    }
+    return loops::WalkAction::Advance;
+  });
+  if (k.gpu) wide = wide || k.gpu->blocks * k.gpu->threads >= kLimit;  // a grid-stride step
+  return wide;
 }
 
 loops::gpu::GpuMapOptions gpuMapOptions(const CudaCodeGenOptions& o) {

@@ -61,6 +61,10 @@ struct CudaCodeGenOptions {
 
 // Prints a mapped program (every kernel has its GPU mapping; row-block kernels their combines
 // and barriers): what codegen-cuda does after map-gpu and sync-gpu-threads.
+// Whether kernel k needs 64-bit indices: some buffer it touches, loop or flattened nest reaches
+// 2^30 elements (CodeGenCUDA.cpp); otherwise its CUDA C indexes with int.
+bool needsWideIndex(const loops::LoopProgram& program, const loops::Kernel& k);
+
 CudaModule printCUDA(const loops::LoopProgram& program, const std::string& symbolPrefix = "texc_");
 
 // Maps a copy of `program` with the options' switches (map-gpu and sync-gpu-threads, replacing

@@ -156,9 +156,41 @@ std::optional<Float4Match> matchFloat4(const LoopProgram& p, const Kernel& k, co
   return m;
 }
 
+namespace {
+
+// Fills plan's rows-in-registers fields (GpuLegality.h, RowPlan) where they apply.
+void planRowBlockRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& shape, RowPlan& plan) {
+  int64_t width = 0;
+  for (const RowPhase& ph : plan.phases) {
+    if (ph.nest.empty()) continue;
+    if (ph.nest.size() != 1 || (width && ph.extent != width)) return;
+    width = ph.extent;
+  }
+  if (width == 0 || (width + plan.threads - 1) / plan.threads > 32) return;
+  const int64_t perThread = (width + plan.threads - 1) / plan.threads;
+  // Per buffer: whether every access is [i.., j] inside a phase loop, and whether it is written.
+  std::map<int, bool> rowForm, written;
+  for (const RowPhase& ph : plan.phases)
+    for (const RowAccess& a : ph.accesses) {
+      bool row = !ph.nest.empty() && a.index->size() == shape.lhs.size() + 1 && isVar(a.index->back(), ph.nest[0]->var);
+      for (size_t d = 0; row && d < shape.lhs.size(); ++d) row = isVar((*a.index)[d], shape.lhs[d]->var);
+      auto [it, fresh] = rowForm.emplace(a.buffer, row);
+      if (!fresh) it->second = it->second && row;
+      written[a.buffer] = written[a.buffer] || a.write;
+    }
+  std::vector<int> held;
+  if (rowForm.count(k.outputBuffer) && rowForm[k.outputBuffer] && p.buffers[k.outputBuffer].dtype == k.computeType)
+    held.push_back(k.outputBuffer);
+  for (const auto& [b, row] : rowForm)
+    if (row && !written[b] && static_cast<int64_t>(held.size() + 1) * perThread <= 64) held.push_back(b);
+  if (held.empty()) return;
+  plan.rowWidth = width;
+  plan.rowRegisters = std::move(held);
+}
+
+}  // namespace
+
 std::optional<RowPlan> planRowBlock(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o) {
-  (void)p;
-  (void)k;
   const Block& inner = *shape.inner;
   // A single reduction and its store is block-reduce's shape; when that declined (too few
   // terms), one thread per output is the better mapping here too.
@@ -238,6 +270,7 @@ std::optional<RowPlan> planRowBlock(const LoopProgram& p, const Kernel& k, const
   int b = o.threadsPerBlock;
   while (b > 32 && b / 2 >= longest) b /= 2;
   plan.threads = b;
+  planRowBlockRegisters(p, k, shape, plan);
   return plan;
 }
 
@@ -297,6 +330,98 @@ std::set<int> varsRead(const Expr& load) {
     visit(ix);
   }
   return vars;
+}
+
+// Rows in registers: threads per block, the threads the lane rule aims for (132 SMs x 8 warps,
+// about one H100/H200's worth of latency hiding), and the most register floats per thread the
+// row arrays may take.
+constexpr int kRowThreads = 128;
+constexpr int64_t kWantedThreads = 32768;
+constexpr int64_t kMaxRowRegisters = 64;
+
+// Whether `ix` is [outer.., i, v]: the left-hand loops' variables in order, then v.
+bool rowIndex(const std::vector<IndexExpr>& ix, const KernelShape& shape, int v) {
+  if (ix.size() != shape.lhs.size() + 1) return false;
+  for (size_t d = 0; d < shape.lhs.size(); ++d)
+    if (ix[d].kind != IndexExpr::Kind::Var || ix[d].var != shape.lhs[d]->var) return false;
+  return ix.back().kind == IndexExpr::Kind::Var && ix.back().var == v;
+}
+
+// Fills m's rows-in-registers plan (GpuLegality.h) when the row body has its shape; false, and m
+// unchanged, otherwise.
+bool planRowRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& shape, OnlineTileMatch& m) {
+  // The output row is rounded to its type once, at the end: only when it is the compute type.
+  if (p.buffers[k.outputBuffer].dtype != k.computeType) return false;
+  const Block& inner = *shape.inner;
+  const Block* keyBody = &m.keys->body;
+  if (keyBody->size() == 1 && (*keyBody)[0].is<Guard>()) keyBody = &(*keyBody)[0].as<Guard>().body;
+  int64_t width = 0;
+  std::set<const Loop*> split;
+  std::vector<std::pair<const Loop*, std::vector<std::pair<int, ReduceKind>>>> reduced;
+  std::set<int> rowInputs;
+  bool ok = true;
+  // One region: the row body before the key loop, the key body, or the row body after it.
+  auto region = [&](auto begin, auto end) {
+    std::set<int> fresh;  // accumulators set to their identity and not written since
+    for (auto it = begin; it != end && ok; ++it) {
+      const Stmt& s = *it;
+      if (const AccInit* a = s.getIf<AccInit>()) {
+        fresh.insert(a->acc);
+      } else if (const AccSet* a = s.getIf<AccSet>()) {
+        fresh.erase(a->acc);
+      } else if (const AccUpdate* a = s.getIf<AccUpdate>()) {
+        fresh.erase(a->acc);
+      } else if (const Loop* l = s.getIf<Loop>()) {
+        if (width == 0) width = l->extent;
+        if (l->extent != width) ok = false;
+        std::vector<std::pair<int, ReduceKind>> accs;
+        for (const Stmt& b : l->body) {
+          if (const AccUpdate* u = b.getIf<AccUpdate>()) {
+            // A partial per lane, combined after the loop: it must start from the identity.
+            if (!fresh.count(u->acc)) ok = false;
+            bool seen = false;
+            for (auto& [acc, kind] : accs) seen = seen || acc == u->acc;
+            if (!seen) accs.push_back({u->acc, u->reduce});
+          } else if (const Store* st = b.getIf<Store>()) {
+            if (st->buffer != k.outputBuffer || !rowIndex(st->index, shape, l->var)) ok = false;
+          } else {
+            ok = false;  // a loop, guard or AccSet inside
+          }
+          if (const Expr* value = valueOf(b))
+            forEachLoad(*value, [&](const Expr& e) {
+              if (e.buffer == k.outputBuffer && !rowIndex(e.index, shape, l->var)) ok = false;
+              if (e.buffer != k.outputBuffer && rowIndex(e.index, shape, l->var)) rowInputs.insert(e.buffer);
+            });
+        }
+        for (auto& [acc, kind] : accs) fresh.erase(acc);  // combined: a second loop would count it again
+        split.insert(l);
+        if (!accs.empty()) reduced.push_back({l, accs});
+      } else if (s.is<Store>() || s.is<Guard>()) {
+        ok = false;  // a store of one element of the row, or a guard of its own
+      }
+      if (!s.is<Loop>())
+        if (const Expr* value = valueOf(s))
+          forEachLoad(*value, [&](const Expr& e) { ok = ok && e.buffer != k.outputBuffer; });
+    }
+  };
+  region(inner.begin(), inner.begin() + static_cast<std::ptrdiff_t>(m.keyStmt));
+  region(keyBody->begin(), keyBody->end());
+  region(inner.begin() + static_cast<std::ptrdiff_t>(m.keyStmt) + 1, inner.end());
+  if (!ok || split.empty() || width <= 0) return false;
+  // Lanes: a power of two dividing the row, no more than a warp, the fewest that give about
+  // kWantedThreads threads; the row arrays must fit kMaxRowRegisters floats.
+  int lanes = 1;
+  while (lanes < 32 && width % (2 * lanes) == 0 && shape.outputs * lanes < kWantedThreads) lanes *= 2;
+  while (lanes < 32 && width % (2 * lanes) == 0 && width / lanes > kMaxRowRegisters) lanes *= 2;
+  const int64_t perLane = width / lanes;
+  if (perLane > kMaxRowRegisters) return false;
+  m.lanes = lanes;
+  m.rowWidth = width;
+  m.splitLoops = std::move(split);
+  m.reduced = std::move(reduced);
+  for (int b : rowInputs)
+    if (perLane * static_cast<int64_t>(m.preloaded.size() + 2) <= kMaxRowRegisters) m.preloaded.push_back(b);
+  return true;
 }
 
 }  // namespace
@@ -366,9 +491,9 @@ std::optional<OnlineTileMatch> matchOnlineTile(const LoopProgram& p, const Kerne
   if (m.keysPerStage * floatsPerKey * bytes > 48 * 1024) return std::nullopt;
   const int64_t rows = shape.lhs.back()->extent;
   m.rowsPerBlock = rows >= 64 ? 64 : 32;
+  if (planRowRegisters(p, k, shape, m)) m.rowsPerBlock = std::max(1, kRowThreads / m.lanes);
   m.tiles = (rows + m.rowsPerBlock - 1) / m.rowsPerBlock;
   m.work = shape.outputs / rows * m.tiles;
-  (void)p;
   return m;
 }
 

@@ -72,6 +72,19 @@ struct OnlineTileMatch {
   std::vector<size_t> slotFirst;     // per shared array: the staged load (index) that fills it
   int64_t tiles = 0;                 // query tiles per batch row
   int64_t work = 0;                  // blocks' worth of work: batch rows x tiles
+  // Rows in registers (docs/cuda.md, "Online softmax"): when every loop of the row body (before,
+  // in and after the key loop) is one loop of the same extent `rowWidth` (the head dimension)
+  // whose body holds no loop or guard, each query row is taken by `lanes` consecutive threads of
+  // a warp, lane l taking the row elements l, l + lanes, ...; the output row (and the inputs read
+  // per row, `preloaded`, when they fit) live in registers, written to memory once at the end; the
+  // reductions over the row are combined by xor shuffles among the row's lanes. `splitLoops` are
+  // those loops, `reduced[loop]` the accumulators each combines. Empty `splitLoops`: one thread
+  // per row, the output row in memory (the older form, for row bodies of another shape).
+  int lanes = 1;
+  int64_t rowWidth = 0;
+  std::set<const Loop*> splitLoops;
+  std::vector<std::pair<const Loop*, std::vector<std::pair<int, ReduceKind>>>> reduced;
+  std::vector<int> preloaded;  // input buffers read as [outer.., i, v]
 };
 std::optional<OnlineTileMatch> matchOnlineTile(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
 
@@ -107,6 +120,13 @@ struct RowPlan {
   std::vector<RowPhase> phases;  // one per row-body statement
   int threads = 0;               // the block
   int maxReduced = 0;            // the most accumulators one phase combines
+  // Rows in registers (docs/cuda.md, rule 3): when every phase is one loop over the row's
+  // `rowWidth` elements and at most 32 fall to each thread, the buffers read or written there only
+  // as [i.., j] (j the phase's variable: every thread touches its own elements in every phase)
+  // live in registers: the inputs read once before the first phase, the output (its row in the
+  // compute type) written once after the last.
+  int64_t rowWidth = 0;
+  std::vector<int> rowRegisters;  // the output first when it is held
 };
 // Declines (nullopt) where docs/cuda.md says row-block does.
 std::optional<RowPlan> planRowBlock(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o);

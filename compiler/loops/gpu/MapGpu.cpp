@@ -88,7 +88,7 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     }
   } else if (std::optional<OnlineTileMatch> t = o.onlineTiles ? matchOnlineTile(p, k, shape) : std::nullopt) {
     m.strategy = GpuStrategy::OnlineTile;
-    m.threads = t->rowsPerBlock;
+    m.threads = t->rowsPerBlock * t->lanes;
     m.tile = t->rowsPerBlock;
     m.kStep = t->keysPerStage;
     m.work = t->work;
@@ -98,8 +98,19 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     mark(outer, GpuLoop::Blocks);
     mark({&rows}, GpuLoop::TileRows);
     mark({t->keys}, GpuLoop::Staged);
-    m.notes.push_back(fmt::format("{} → tile * {} + threadIdx.x (tile: the query tile of blockIdx.x, {} per batch row)", k.varNames[rows.var],
-                                  t->rowsPerBlock, t->tiles));
+    if (t->lanes > 1)
+      m.notes.push_back(fmt::format("{} → tile * {} + threadIdx.x / {} (tile: the query tile of blockIdx.x, {} per batch row)",
+                                    k.varNames[rows.var], t->rowsPerBlock, t->lanes, t->tiles));
+    else
+      m.notes.push_back(fmt::format("{} → tile * {} + threadIdx.x (tile: the query tile of blockIdx.x, {} per batch row)", k.varNames[rows.var],
+                                    t->rowsPerBlock, t->tiles));
+    if (!t->splitLoops.empty()) {
+      std::string kept = p.buffers[k.outputBuffer].name;
+      for (int b : t->preloaded) kept += ", " + p.buffers[b].name;
+      m.notes.push_back(fmt::format("the row's {} elements → lane + {}*u, u < {} (lane = threadIdx.x % {}); rows in registers: {}{}",
+                                    t->rowWidth, t->lanes, t->rowWidth / t->lanes, t->lanes, kept,
+                                    t->lanes > 1 ? "; the row's sums combined by xor shuffles among its lanes" : ""));
+    }
     if (!outer.empty()) {
       std::string names;
       for (const Loop* l : outer) names += (names.empty() ? "" : ", ") + k.varNames[l->var];
@@ -127,6 +138,8 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     m.strategy = GpuStrategy::RowBlock;
     m.threads = row->threads;
     m.maxCombined = row->maxReduced;
+    m.rowWidth = row->rowWidth;
+    m.rowRegisters = row->rowRegisters;
     m.blocks = std::max<int64_t>(1, std::min<int64_t>(shape.outputs, o.maxBlocks));
     mark(shape.lhs, GpuLoop::Blocks);
     m.notes = flatNotes(k, shape.lhs, "row", "blockIdx.x");
@@ -145,6 +158,13 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
         what += fmt::format("{}{} into acc{}", what.empty() ? "" : ", ", reduceName(ph.kinds[n]), ph.reduced[n]);
       m.notes.push_back(fmt::format("phase {}: {}{}", phaseNo, what.empty() ? "no stores" : what,
                                     ph.reduced.empty() ? "" : ", combined across the block and broadcast"));
+    }
+    if (row->rowWidth) {
+      std::string held;
+      for (int b : row->rowRegisters) held += (held.empty() ? "" : ", ") + p.buffers[b].name;
+      int64_t per = (row->rowWidth + row->threads - 1) / row->threads;
+      m.notes.push_back(fmt::format("rows in registers: {} ({} per thread, s unrolled){}", held, per,
+                                    row->rowRegisters[0] == k.outputBuffer ? "; the output row written once, after the last phase" : ""));
     }
   } else {
     m.strategy = GpuStrategy::GridStride;

@@ -83,7 +83,12 @@ TEST_CASE("codegen-cuda: fused softmax and layernorm are row-block kernels: a bl
     CHECK(k.threads == 256);
     CHECK(k.blocks == 4096);
     CHECK(has(m.source, "__shared__ float partial[1][8];"));
-    CHECK(has(m.source, "for (int e = threadIdx.x; e < 4096; e += 256) {"));
+    // Rows in registers: x read once, 16 elements per thread, y written once after the last phase.
+    CHECK(has(m.source, "for (int s = 0; s < 16; ++s) x_p_row[s] = x_p[4096 * i_ + threadIdx.x + 256 * s];  // read once\n"));
+    CHECK(has(m.source, "      const int e = threadIdx.x + 256 * s;\n"));
+    CHECK(has(m.source, "y_p[4096 * i_ + threadIdx.x + 256 * s] = y_p_row[s];\n"));
+    CHECK(std::count(k.mapping.begin(), k.mapping.end(),
+                     "rows in registers: y, x (16 per thread, s unrolled); the output row written once, after the last phase") == 1);
     CHECK(has(m.source, "acc1 = acc1 + __shfl_xor_sync(0xffffffffu, acc1, o);"));
     CHECK(has(m.source, "acc1 = (threadIdx.x & 31) < 8 ? partial[0][threadIdx.x & 31] : 0.0f;"));
     REQUIRE(k.mapping.size() >= 3);
@@ -94,6 +99,10 @@ TEST_CASE("codegen-cuda: fused softmax and layernorm are row-block kernels: a bl
   CHECK(has(softmax.source, "acc0 = texc_max(acc0, __shfl_xor_sync(0xffffffffu, acc0, o));"));
   // The exp-and-sum loop stores and reduces; the next one reads y after the block's barriers.
   CHECK(has(softmax.source, "//   phase 2: stores y, sum into acc1, combined across the block and broadcast"));
+  // The normalisation: one reciprocal per row, a multiplication per element.
+  CHECK(has(softmax.source, "const float rcp1 = 1.0f / acc1;\n"));
+  CHECK(has(softmax.source, "y_p_row[s] = (y_p_row[s] * rcp1);"));
+  CHECK(!has(softmax.source, "/ acc1)"));
   // Rows shorter than a warp: one warp per row, no shared memory, and no barrier: each thread
   // reads back only the y it stored itself.
   CudaModule tiny = generate("softmax.tex", {"R=5", "D=7"});

@@ -117,6 +117,18 @@ T exchange(T v, unsigned src) {
 
 inline void __syncthreads() { texc_emu::barrier(); }
 
+// The bit casts texc's CUDA C spells infinities and NaNs with.
+inline float __uint_as_float(unsigned x) {
+  float f;
+  std::memcpy(&f, &x, sizeof f);
+  return f;
+}
+inline double __longlong_as_double(long long x) {
+  double d;
+  std::memcpy(&d, &x, sizeof d);
+  return d;
+}
+
 template <typename T>
 T __shfl_xor_sync(unsigned, T v, int laneMask) {
   unsigned me = threadIdx.x;

@@ -52,6 +52,9 @@ std::vector<TestProgram> extraPrograms() {
       makeProgram(ex / "layernorm.tex", {"R=3", "D=300"}),
       makeProgram(ex / "layernorm.tex", {"R=7", "D=65"}),
       makeProgram(ex / "attention.tex", {"N=70", "Dh=5"}),
+      // Rows in registers split over 16 lanes (shuffle-combined dot products), a partial last tile.
+      makeProgram(ex / "attention.tex", {"N=70", "Dh=16"}),
+      makeProgram(ex / "attention.tex", {"N=45", "Dh=12"}),  // 4 lanes of 3, 32 rows per block
       makeProgram(ex / "conv_pool.tex", {"N=1", "C=4", "K=3", "H=10", "W=8"}),
   };
 }
