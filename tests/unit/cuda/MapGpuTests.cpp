@@ -44,7 +44,7 @@ TEST_CASE("map-gpu: an elementwise kernel is grid-stride with float4, its loops 
   CHECK(ck.mapping == k.gpu->notes);
 }
 
-TEST_CASE("map-gpu: attention's online softmax is online-tile: a query row per 8 threads, in registers, K and V staged", "[cuda][map-gpu]") {
+TEST_CASE("map-gpu: attention's online softmax is online-tile: a query row per 16 threads, in registers, K and V staged", "[cuda][map-gpu]") {
   std::unique_ptr<Compilation> c = compiled("attention.tex", {"N=4096"});
   REQUIRE(c->state.loops->kernels.size() == 1);
   const loops::Kernel& k = c->state.loops->kernels[0];
@@ -52,10 +52,10 @@ TEST_CASE("map-gpu: attention's online softmax is online-tile: a query row per 8
   CHECK(k.gpu->strategy == loops::GpuStrategy::OnlineTile);
   std::string text = loops::printLoopProgram(*c->state.loops);
   INFO(text);
-  // 4096 rows x 8 lanes = 32768 threads; 16 rows of 8 lanes per 128-thread block.
-  CHECK(has(text, "  # gpu: online-tile, launch <<<256, 128>>>\n"));
-  CHECK(has(text, "  # gpu: 16 query rows per block, 8 threads each; keys in stages of 32 through shared memory\n"));
-  CHECK(has(text, "  # gpu: the row's 64 elements → lane + 8*u, u < 8 (lane = threadIdx.x % 8); rows in registers: O, Q; "
+  // 4096 rows x 16 lanes = 65536 threads; 8 rows of 16 lanes per 128-thread block.
+  CHECK(has(text, "  # gpu: online-tile, launch <<<512, 128>>>\n"));
+  CHECK(has(text, "  # gpu: 8 query rows per block, 16 threads each; keys in stages of 32 through shared memory\n"));
+  CHECK(has(text, "  # gpu: the row's 64 elements → lane + 16*u, u < 4 (lane = threadIdx.x % 16); rows in registers: O, Q; "
                   "the row's sums combined by xor shuffles among its lanes\n"));
   CHECK(has(text, "staged in shared memory: K (32 x 64), V (32 x 64); the running max and sum in registers\n"));
   CHECK(has(text, "for i < 4096 parallel tile-rows\n"));
@@ -68,16 +68,16 @@ TEST_CASE("map-gpu: attention's online softmax is online-tile: a query row per 8
   CHECK(has(src, "stage0[jj * 64 + d_]"));
   CHECK(has(src, "stage1[jj * 64 + d_]"));
   // The output and Q rows in registers, read and written once; the dot product's partials
-  // combined among the row's 8 lanes; every thread runs every key, its writes predicated.
-  CHECK(has(src, "float O_p_row[8] = {};\n"));
-  CHECK(has(src, "Q_p_row[u] = active ? Q_p[64 * i_ + lane + 8 * u] : 0.0f;\n"));
-  CHECK(has(src, "for (int x = 4; x > 0; x /= 2) acc6 = acc6 + __shfl_xor_sync(rowMask, acc6, x);"));
+  // combined among the row's 16 lanes; every thread runs every key, its writes predicated.
+  CHECK(has(src, "float O_p_row[4] = {};\n"));
+  CHECK(has(src, "Q_p_row[u] = active ? Q_p[64 * i_ + lane + 16 * u] : 0.0f;\n"));
+  CHECK(has(src, "for (int x = 8; x > 0; x /= 2) acc6 = acc6 + __shfl_xor_sync(rowMask, acc6, x);"));
   CHECK(has(src, "const bool on = active && (i_ - j_) >= 0 && (i_ - j_) < 4096;"));
-  CHECK(has(src, "O_p[64 * i_ + lane + 8 * u] = O_p_row[u];\n"));
+  CHECK(has(src, "O_p[64 * i_ + lane + 16 * u] = O_p_row[u];\n"));
   CHECK(!has(src, "O_p[64 * i_ + d_]"));  // no read or write of the output row inside the key loop
   CHECK(!has(src, "/ 0.0f"));             // infinities as bit casts, not divisions
   const CudaKernel& ck = c->state.cuda->kernels[0];
-  CHECK(ck.blocks == 256);
+  CHECK(ck.blocks == 512);
   CHECK(ck.threads == 128);
 }
 
