@@ -271,10 +271,12 @@ nb::dict CompiledProgram::run(nb::dict inputs, nb::object out, std::vector<Tenso
       throw nb::value_error(fmt::format("input '{}': expected shape {} ({}), got shape {} ({})", t.name, shapeText(t.shape),
                                         dtypeName(t.dtype), shapeText(shape), describeDtype(a.dtype())).c_str());
     const auto* data = static_cast<const std::byte*>(a.data());
-    if (cContiguous(a) && reinterpret_cast<uintptr_t>(data) % Buffer::kAlignment == 0) {
-      table[id] = const_cast<std::byte*>(data);  // in place: the kernels only read inputs
+    if (cContiguous(a) && reinterpret_cast<uintptr_t>(data) % elemBytes(elemTypeOf(t.dtype)) == 0) {
+      // In place: the kernels only read inputs, and assume no more than the element's alignment
+      // of them (CodeGenLLVM.cpp, bufferAlign).
+      table[id] = const_cast<std::byte*>(data);
     } else {
-      // Strided or not 64-byte aligned (the kernels assume 64): one aligned, dense copy.
+      // Strided (or, from a raw buffer, not even element-aligned): one aligned, dense copy.
       size_t elem = elemBytes(elemTypeOf(t.dtype));
       copies.push_back(Buffer::uninitialized(byteSize(elemTypeOf(t.dtype), t.shape)));
       std::byte* dst = copies.back().data();

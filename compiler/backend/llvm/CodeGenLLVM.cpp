@@ -67,7 +67,7 @@ class KernelGen {
       a->setName(p_.buffers[i].name);
       a->addAttr(llvm::Attribute::NoAlias);
       a->addAttr(llvm::Attribute::NoCapture);
-      a->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+      a->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(bufferAlign(i))));
       uint64_t bytes = static_cast<uint64_t>(p_.buffers[i].numElements()) * dtypeBytes(p_.buffers[i].dtype);
       a->addAttr(llvm::Attribute::getWithDereferenceableBytes(ctx_, bytes));
       if (p_.buffers[i].kind == loops::BufferKind::Input || !stored[i])
@@ -138,10 +138,11 @@ class KernelGen {
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < tensorCount(); ++i) {
       llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(ptr, f->getArg(0), i);
-      // The body's parameters say 64-byte aligned, but the body is inlined here and the attribute
-      // is lost with it: the loaded pointers carry it instead (finishStreamingStores needs it).
+      // The body's parameters say how they are aligned, but the body is inlined here and the
+      // attribute is lost with it: the loaded pointers carry it instead (finishStreamingStores
+      // needs it).
       llvm::LoadInst* base = b_.CreateLoad(ptr, slot, p_.buffers[i].name);
-      llvm::Metadata* align = llvm::ConstantAsMetadata::get(b_.getInt64(64));
+      llvm::Metadata* align = llvm::ConstantAsMetadata::get(b_.getInt64(bufferAlign(i)));
       base->setMetadata(llvm::LLVMContext::MD_align, llvm::MDNode::get(ctx_, align));
       args.push_back(base);
     }
@@ -760,6 +761,13 @@ class KernelGen {
 
   // ---- values --------------------------------------------------------------------------------
   static unsigned elementAlign(DType t) { return static_cast<unsigned>(dtypeBytes(t)); }
+  // The alignment the code may assume of tensor i's base: 64 bytes for what texc allocates
+  // (outputs and intermediates: the arena and the runtime align them; streaming stores need it),
+  // the element's size for a program input, so that a caller's array (numpy aligns to 16 bytes)
+  // is read in place. Every load of an input is element-aligned anyway (vmovups).
+  uint64_t bufferAlign(size_t i) const {
+    return p_.buffers[i].kind == loops::BufferKind::Input ? elementAlign(p_.buffers[i].dtype) : 64;
+  }
 
   llvm::Value* convert(llvm::Value* v, llvm::Type* to) {
     if (v->getType() == to) return v;
