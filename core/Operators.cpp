@@ -56,7 +56,7 @@ int builtinArity(Builtin b) { return kBuiltins[static_cast<size_t>(b)].arity; }
 
 std::optional<Builtin> lookupBuiltin(std::string_view name) {
   for (size_t i = 0; i < kBuiltins.size(); ++i)
-    if (name == kBuiltins[i].name) return static_cast<Builtin>(i);
+    if (name == kBuiltins[i].name && !isInternal(static_cast<Builtin>(i))) return static_cast<Builtin>(i);
   return std::nullopt;
 }
 

@@ -26,7 +26,9 @@ enum class Builtin : uint8_t {
 };
 const char* builtinName(Builtin b);
 int builtinArity(Builtin b);
-std::optional<Builtin> lookupBuiltin(std::string_view name);
+std::optional<Builtin> lookupBuiltin(std::string_view name);  // the language's builtins only
+// The rounding to f16/bf16 that fusion inserts (Builtins.def): no program can name it.
+inline bool isInternal(Builtin b) { return b == Builtin::RoundF16 || b == Builtin::RoundBF16; }
 
 // max and min as texc computes them (IEEE 754-2019 maximum/minimum, LLVM's llvm.maximum): NaN
 // propagates, and -0 counts as less than +0. Used by the reference and by constant folding.

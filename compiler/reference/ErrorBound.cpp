@@ -175,6 +175,12 @@ EV callBound(const Fmt& f, Builtin fn, EV a, EV b) {
       return finish(r, x < -ex ? 0 : ex, unc);
     }
     case Builtin::Abs: return finish(std::fabs(x), ex, unc);
+    case Builtin::RoundF16:
+    case Builtin::RoundBF16: {
+      // A fused f16/bf16 producer's rounding, where the unfused program stored it.
+      const double u = fn == Builtin::RoundF16 ? 0x1p-11 : 0x1p-8;
+      return finish(x, ex + u * (std::fabs(x) + ex), unc);
+    }
     case Builtin::Erf: {
       double r = std::erf(x);
       return finish(r, mulAbs(1.1283791670955126 * std::exp(-x * x), ex) + tu * std::fabs(r), unc);

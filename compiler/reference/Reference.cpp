@@ -270,6 +270,10 @@ double applyBuiltin(Builtin fn, double a, double b) {
     case Builtin::Pow: return std::pow(a, b);
     case Builtin::Min: return minNaN(a, b);
     case Builtin::Max: return maxNaN(a, b);
+    // The reference computes exactly; the rounding a fused f16/bf16 producer keeps is part of
+    // the error bound (ErrorBound.cpp), as a stored f16/bf16 tensor's is.
+    case Builtin::RoundF16:
+    case Builtin::RoundBF16: return a;
     case Builtin::Select: break;
   }
   throw std::logic_error("applyBuiltin: select has no float64 function");

@@ -277,6 +277,8 @@ class KernelGen {
       case Builtin::Min: return fmt::format("texc_min({}, {})", a[0], a[1]);
       case Builtin::Max: return fmt::format("texc_max({}, {})", a[0], a[1]);
       case Builtin::Select: return fmt::format("({} ? {} : {})", a[0], a[1], a[2]);
+      case Builtin::RoundF16: return fmt::format("(({})texc_f16_load(texc_f16_store((float){})))", t_, a[0]);
+      case Builtin::RoundBF16: return fmt::format("(({})texc_bf16_load(texc_bf16_store((float){})))", t_, a[0]);
     }
     return "?";
   }

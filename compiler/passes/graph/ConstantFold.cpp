@@ -32,6 +32,7 @@ bool fold(Value& v) {
       }
       break;
     case ValueKind::Call: {
+      if (isInternal(v.builtin)) return changed;  // a fused f16/bf16 rounding is not a float64 function
       if (v.builtin == Builtin::Select) {
         // select(c, a, b) with a constant comparison picks its branch.
         const Value& c = v.args[0];

@@ -134,8 +134,18 @@ void inlineReads(Graph& g, Computation& c, int t) {
   forEachValueMut(c.body, [&](Value& v) {
     if (v.kind == ValueKind::Access && v.tensor == t) sites.push_back(&v);
   });
+  const DType stored = g.tensors[t].dtype;
   for (Value* site : sites) {
     Value replacement = inlineProducer(c, p, *site);
+    if (stored == DType::F16 || stored == DType::BF16) {
+      // The unfused program rounds the producer's value to its type when it stores it: the
+      // fused expression rounds it there too, so the results stay bit for bit the same.
+      Value round;
+      round.kind = ValueKind::Call;
+      round.builtin = stored == DType::F16 ? Builtin::RoundF16 : Builtin::RoundBF16;
+      round.args.push_back(std::move(replacement));
+      replacement = std::move(round);
+    }
     replacement.range = site->range;
     *site = std::move(replacement);
   }
@@ -202,6 +212,13 @@ bool runFuse(CompileState& s) {
 
     const bool readByOnline = std::any_of(reads.begin(), reads.end(), [&](const Read& r) { return g.computations[r.consumer].online != OnlineForm::None; });
 
+    // An f16/bf16 producer computes in f32 and rounds on store; fused, its expression is computed
+    // in the reader's type and then rounded (round_f16/round_bf16): the same bits only when the
+    // reader computes in f32 too.
+    const bool lowReaderIsNotF32 = std::any_of(reads.begin(), reads.end(), [&](const Read& r) {
+      return computeDType(g.tensors[g.computations[r.consumer].tensor].dtype) != DType::F32;
+    });
+
     FusionDecision d{pt.name, into, false, ""};
     if (p.online != OnlineForm::None) {
       d.reason = "not fused: it is an online-softmax node, whose one pass over the keys is a kernel of its own";
@@ -209,8 +226,9 @@ bool runFuse(CompileState& s) {
       d.reason = "not fused: an online-softmax node reads it inside its pass over the keys, where it would be computed again for every row";
     } else if (pt.isOutput) {
       d.reason = "not fused: it is an output, written anyway; its readers load it";
-    } else if (pt.dtype == DType::F16 || pt.dtype == DType::BF16) {
-      d.reason = fmt::format("not fused: it is stored as {}, and that rounding is part of the program's result", dtypeName(pt.dtype));
+    } else if ((pt.dtype == DType::F16 || pt.dtype == DType::BF16) && lowReaderIsNotF32) {
+      d.reason = fmt::format("not fused: it is stored as {} and read by a node computed in f64, where its f32 arithmetic would "
+                             "not be repeated bit for bit", dtypeName(pt.dtype));
     } else if (!allInBounds) {
       d.reason = "not fused: a read may fall outside it and skip its term; fusing would lose that check";
     } else if (reduction && s.options.fuse == FuseMode::Elementwise) {
@@ -234,6 +252,9 @@ bool runFuse(CompileState& s) {
       d.fused = true;
       d.reason = factor <= 1 ? "fused: each element is computed once, in the reader's loop that binds its index"
                              : fmt::format("fused: recomputed {}x (<= 2x), never stored", factorText(factor));
+      if (pt.dtype == DType::F16 || pt.dtype == DType::BF16)
+        d.reason += fmt::format("; rounded to {} where it was stored (round_{}), so the result is the unfused program's bit for bit",
+                                dtypeName(pt.dtype), dtypeName(pt.dtype));
     }
     s.fusionDecisions.push_back(d);
     if (!d.fused) continue;

@@ -288,6 +288,51 @@ output y[i < 16] = sum(r: t[i + r - 1] * w[r])
   requireSameResults(*c);
 }
 
+TEST_CASE("bf16 gelu with bias and residual is one kernel that rounds where the unfused program stored", "[fusion]") {
+  // The lecture's demo 2 in bf16: h and y are bf16 tensors. Fused, each is rounded to bf16 where
+  // it was stored (an explicit round_bf16 node); the decision says so.
+  auto c = compile(R"(
+input x : bf16[8, 16]
+input b : bf16[16]
+input r : bf16[8, 16]
+h = x + b
+y = 0.5 * h * (1 + tanh(0.7978845608 * (h + 0.044715 * h * h * h)))
+output out = y + r
+)",
+                   FuseMode::All);
+  CHECK(kernels(*c) == 1);
+  const FusionDecision* y = decision(*c, "y");
+  REQUIRE(y);
+  CHECK(y->fused);
+  CHECK(y->reason.find("rounded to bf16 where it was stored (round_bf16)") != std::string::npos);
+  CHECK(decision(*c, "h")->fused);
+  const std::string graph = printStage(c->state, Stage::Graph);
+  CHECK(graph.find("round_bf16(x[i0, i1] + b[i1])") != std::string::npos);
+  // The reference computes exactly: rounding nodes leave its values unchanged.
+  requireSameResults(*c);
+}
+
+TEST_CASE("an f16 producer read by a node computed in f64 is not fused", "[fusion]") {
+  // Its f32 arithmetic would be redone in f64 before the rounding: not the same bits.
+  auto c = compile(R"(
+input x : f16[8]
+input w : f64[8]
+h = x * 3
+output y[i] = h[i] * w[i]
+)",
+                   FuseMode::All);
+  const FusionDecision* h = decision(*c, "h");
+  REQUIRE(h);
+  CHECK_FALSE(h->fused);
+  CHECK(h->reason.find("read by a node computed in f64") != std::string::npos);
+}
+
+TEST_CASE("round_f16 and round_bf16 are not names a program can call", "[fusion]") {
+  CHECK_FALSE(lookupBuiltin("round_f16"));
+  CHECK_FALSE(lookupBuiltin("round_bf16"));
+  CHECK(lookupBuiltin("tanh"));
+}
+
 TEST_CASE("fuse=elementwise keeps reductions as their own kernels", "[fusion]") {
   auto c = compile(source("conv_pool.tex"), FuseMode::Elementwise, {{"C", 3}, {"K", 4}, {"H", 8}, {"W", 6}});
   CHECK_FALSE(decision(*c, "conv")->fused);
