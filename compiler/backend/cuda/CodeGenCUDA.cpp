@@ -419,8 +419,7 @@ class KernelGen {
     std::optional<gpu::OnlineTileMatch> t = gpu::matchOnlineTile(p_, k_, gpu::kernelShape(k_));
     if (!t) throw std::logic_error("codegen-cuda: online-tile kernel " + k_.name + " does not have the online-softmax shape");
     if (!t->splitLoops.empty()) {
-      rowsMatch_ = std::move(t);
-      rows_ = &*rowsMatch_;
+      rows_ = std::move(t);
       onlineTileRows(inner, out);
       return;
     }
@@ -890,8 +889,7 @@ class KernelGen {
 
   // Rows in registers (onlineTileRows): the plan, the register array of each buffer held per row,
   // the current split loop's counter, and the predicate of the statements being printed.
-  std::optional<gpu::OnlineTileMatch> rowsMatch_;
-  const gpu::OnlineTileMatch* rows_ = nullptr;
+  std::optional<gpu::OnlineTileMatch> rows_;
   mutable std::map<int, std::string> rowRegs_;
   mutable std::string laneCounter_;
   std::string on_;

@@ -794,32 +794,6 @@ class KernelGen {
     return b_.CreateTrunc(b_.CreateSelect(isNaN, quietNaN, rounded), b_.getInt16Ty());
   }
 
-  // `v` rounded to f16 or bf16 and back, exactly as a store and a load of that type would
-  // (round to nearest even; NaN stays NaN): a fused f16/bf16 producer's rounding. Scalar or
-  // vector alike.
-  llvm::Value* roundTo(llvm::Value* v, DType t) {
-    llvm::Type* vt = v->getType();
-    auto shaped = [&](llvm::Type* e) -> llvm::Type* {
-      if (auto* vec = llvm::dyn_cast<llvm::VectorType>(vt)) return llvm::VectorType::get(e, vec->getElementCount());
-      return e;
-    };
-    llvm::Type* f32 = shaped(b_.getFloatTy());
-    llvm::Value* f = vt == f32 ? v : b_.CreateFPCast(v, f32);
-    llvm::Value* r;
-    if (t == DType::F16) {
-      r = b_.CreateFPExt(b_.CreateFPTrunc(f, shaped(b_.getHalfTy())), f32);
-    } else {
-      llvm::Type* i32 = shaped(b_.getInt32Ty());
-      llvm::Value* bits = b_.CreateBitCast(f, i32);
-      llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
-      llvm::Value* rounded = b_.CreateAdd(bits, b_.CreateAdd(llvm::ConstantInt::get(i32, 0x7FFF), lsb));
-      llvm::Value* quietNaN = b_.CreateOr(bits, llvm::ConstantInt::get(i32, 0x400000));
-      llvm::Value* high = b_.CreateAnd(b_.CreateSelect(b_.CreateFCmpUNO(f, f), quietNaN, rounded), llvm::ConstantInt::get(i32, 0xFFFF0000u));
-      r = b_.CreateBitCast(high, f32);
-    }
-    return vt == f32 ? r : b_.CreateFPCast(r, vt);
-  }
-
   llvm::Value* index(const IndexExpr& ix) {
     switch (ix.kind) {
       case IndexExpr::Kind::Const: return llvm::ConstantInt::get(i64_, ix.constant);
@@ -1007,8 +981,9 @@ class KernelGen {
       case Builtin::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a[0], a[1]);
       case Builtin::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a[0], a[1]);
       case Builtin::Select: return b_.CreateSelect(a[0], a[1], a[2]);
-      case Builtin::RoundF16: return roundTo(a[0], DType::F16);
-      case Builtin::RoundBF16: return roundTo(a[0], DType::BF16);
+      // A fused f16/bf16 producer's rounding: a store and a load of that type (expr is scalar).
+      case Builtin::RoundF16: return fromStorage(toStorage(a[0], DType::F16), DType::F16);
+      case Builtin::RoundBF16: return fromStorage(toStorage(a[0], DType::BF16), DType::BF16);
       default: break;
     }
     MathFn fn;
