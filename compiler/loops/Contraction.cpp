@@ -16,6 +16,12 @@ bool isF32Load(const LoopProgram& p, const Expr& e) {
   return e.kind == ExprKind::Load && p.buffers[e.buffer].dtype == DType::F32;
 }
 
+bool isTileOperandLoad(const LoopProgram& p, const Expr& e) {
+  if (e.kind != ExprKind::Load) return false;
+  const DType t = p.buffers[e.buffer].dtype;
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
 std::optional<ReductionBody> matchReductionBody(const Block& body) {
   if (body.size() < 3 || body.size() % 2 != 1 || !body.back().is<Store>()) return std::nullopt;
   // The pair at body[at]: `acc = identity; for k { acc op= term }`, of reduction `reduce`.
@@ -44,7 +50,7 @@ std::optional<ReductionBody> matchReductionBody(const Block& body) {
 }
 
 // Matches `for j { acc = 0; for k { acc += X * Y }; store }` under the loop `iLoop` (a sum of
-// products of two f32 loads, with fusion's repeats read as the first accumulator).
+// products of two f32, f16 or bf16 loads, with fusion's repeats read as the first accumulator).
 bool matchContraction(const LoopProgram& p, Stmt& iLoop, Contraction& c) {
   std::vector<Loop*> nest = perfectNest(iLoop, 2);
   if (nest.size() != 2) return false;
@@ -57,7 +63,7 @@ bool matchContraction(const LoopProgram& p, Stmt& iLoop, Contraction& c) {
   for (int copy : body->copies) renameAcc(epilogue.value, copy, update.acc);
   const Expr& v = update.value;
   if (v.kind != ExprKind::Binary || v.binaryOp != BinaryOp::Mul) return false;
-  if (!isF32Load(p, v.args[0]) || !isF32Load(p, v.args[1])) return false;
+  if (!isTileOperandLoad(p, v.args[0]) || !isTileOperandLoad(p, v.args[1])) return false;
   int i = nest[0]->var, j = jLoop.var, k = kLoop.var;
   // The column operand reads j and not i; it is contiguous in j when j is exactly its last index
   // and appears nowhere else (B[k, j]). Any other use of j (B^T: K[j, d]) is read through the

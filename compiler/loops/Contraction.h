@@ -55,4 +55,8 @@ bool loadUses(const Expr& load, int var);
 // Whether `e` is a load of an f32 buffer.
 bool isF32Load(const LoopProgram& p, const Expr& e);
 
+// Whether `e` is a load the CPU micro-kernel can take as an operand: f32, or f16/bf16, which the
+// packs widen to f32 once per panel (the tile pass packs such operands always).
+bool isTileOperandLoad(const LoopProgram& p, const Expr& e);
+
 }  // namespace texc::loops

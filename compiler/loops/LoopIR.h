@@ -159,6 +159,10 @@ enum class PackSide : uint8_t { Rows, Columns };
 //   Rows:    the row operand (over row variable `var` = i and k) at i = min(base + r, extent - 1)
 //            for r < count, in micro-panels of `panel` rows:
 //            scratch[(r / panel) * panel * L + (k - k.base) * panel + r % panel].
+// With `bf16Pairs` (a bf16 operand, for vdpbf16ps) the pack copies the bf16 bits unconverted, two
+// k steps to one 32-bit scratch element (k - k.base even in the low half): the formulas above
+// hold with L' = ceil(L / 2) for L and (k - k.base) / 2 for k - k.base, and an odd window's last
+// pair ends in +0.
 struct Pack {
   PackSide side = PackSide::Columns;
   int var = -1;
@@ -170,6 +174,7 @@ struct Pack {
   KWindow k;
   Expr value;
   std::vector<GuardCond> padding;  // Columns only
+  bool bf16Pairs = false;
 };
 
 // A register-blocked contraction tile with its epilogue: the rows x cols block whose row and
@@ -187,6 +192,10 @@ struct Pack {
 // and the tile runs the epilogue only for the last window; before it, it stores the partial sum
 // there instead. With `perWindow` the sum is over this window alone, from 0, and the epilogue
 // runs after it (online softmax's P V tile, whose epilogue rescales and adds: TileOnline.h).
+// With `sumScratch` >= 0 the partial sums live there instead of in the output (which is stored
+// in f16/bf16 and cannot hold them): element (sumRow + r) * sumStride + sumCol + c.
+// With `bf16Pairs` both packs hold bf16 pairs along k (Pack) and each step of the k loop adds two
+// products per accumulator lane with one vdpbf16ps (AVX512-BF16), in f32.
 struct Tile {
   int rowVar = -1;
   int colVar = -1;
@@ -206,6 +215,10 @@ struct Tile {
   IndexExpr blockCol;
   bool perWindow = false;
   int64_t kUnroll = 1;  // k steps per iteration of the k loop (the schedule's ku; code generation's unroll)
+  int sumScratch = -1;  // partial sums of k blocks, when the output cannot hold them
+  IndexExpr sumRow, sumCol;
+  int64_t sumStride = 0;
+  bool bf16Pairs = false;
   Block epilogue;
 };
 

@@ -127,16 +127,17 @@ struct Printer {
   void pack(const Pack& pk, const std::string& pad) {
     std::string window = kWindow(pk.k);
     if (pk.side == PackSide::Rows) {
-      out += fmt::format("{}pack s{}[{} < {} in panels of {}][{}] = {}  # {} = {}, clamped below {}\n", pad, pk.scratch,
+      out += fmt::format("{}pack s{}[{} < {} in panels of {}][{}] = {}  # {} = {}, clamped below {}{}\n", pad, pk.scratch,
                          k.varNames[pk.var], pk.count, pk.panel, window, expr(pk.value), k.varNames[pk.var],
-                         range(pk.base, pk.count), pk.extent);
+                         range(pk.base, pk.count), pk.extent, pk.bf16Pairs ? "; bf16 pairs along k" : "");
       return;
     }
     std::string padding = conds(pk.padding);
-    out += fmt::format("{}pack s{}[{}][{} < {}{}] = {}{}  # {} = {}, 0 past {}{}\n", pad, pk.scratch, window,
+    out += fmt::format("{}pack s{}[{}][{} < {}{}] = {}{}  # {} = {}, 0 past {}{}{}\n", pad, pk.scratch, window,
                        k.varNames[pk.var], pk.count, pk.panel > 0 && pk.panel < pk.count ? fmt::format(" in panels of {}", pk.panel) : "",
                        padding.empty() ? "" : "if " + padding + " then ", expr(pk.value), k.varNames[pk.var],
-                       range(pk.base, pk.count), pk.extent, padding.empty() ? "" : ", 0 where padded");
+                       range(pk.base, pk.count), pk.extent, padding.empty() ? "" : ", 0 where padded",
+                       pk.bf16Pairs ? "; bf16 pairs along k" : "");
   }
 
   void tile(const Tile& t, const std::string& pad, int depth) {
@@ -151,10 +152,16 @@ struct Printer {
                        index(t.colBase), t.cols - 1, t.colExtent);
     std::string start;
     const Store* partial = t.epilogue.empty() ? nullptr : t.epilogue[0].getIf<Store>();
-    if (t.k.block > 0 && !t.perWindow && partial) start = fmt::format("({} > 0 ? {} : 0) + ", index(t.k.base), access(partial->buffer, partial->index));
-    out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers{}\n", pad, t.acc, start, kWindow(t.k),
-                       lhs, rhs, t.rows, t.cols, t.kUnroll > 1 ? fmt::format(", k unrolled {}x", t.kUnroll) : "");
+    const std::string sums = t.sumScratch >= 0 ? fmt::format("s{}[{}{}][{}{}]", t.sumScratch, offset(t.sumRow), k.varNames[t.rowVar],
+                                                             offset(t.sumCol), k.varNames[t.colVar])
+                                               : partial ? access(partial->buffer, partial->index) : "";
+    if (t.k.block > 0 && !t.perWindow && partial) start = fmt::format("({} > 0 ? {} : 0) + ", index(t.k.base), sums);
+    out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers{}{}\n", pad, t.acc, start, kWindow(t.k),
+                       lhs, rhs, t.rows, t.cols, t.kUnroll > 1 ? fmt::format(", k unrolled {}x", t.kUnroll) : "",
+                       t.bf16Pairs ? "; bf16 pairs: two k steps per vdpbf16ps" : "");
     if (t.k.block > 0 && t.perWindow) out += fmt::format("{}  # this window's sum alone; the epilogue after every window\n", pad);
+    else if (t.k.block > 0 && t.sumScratch >= 0)
+      out += fmt::format("{}  # after the last k block only; before it the partial sum is stored in s{} (f32) instead\n", pad, t.sumScratch);
     else if (t.k.block > 0) out += fmt::format("{}  # after the last k block only; before it the partial sum is stored instead\n", pad);
     block(t.epilogue, depth + 1);
   }
@@ -317,7 +324,7 @@ struct Verifier {
       return fail("pack with an empty extent");
     if (rows && pk.count % pk.panel != 0) fail("row pack whose rows are not whole panels");
     if (!rows && pk.panel > 0 && pk.count % pk.panel != 0) fail("column pack whose columns are not whole panels");
-    scratchOk(pk.scratch, pk.k.length() * pk.count, "pack");
+    scratchOk(pk.scratch, (pk.bf16Pairs ? (pk.k.length() + 1) / 2 : pk.k.length()) * pk.count, "pack");
     if (rows && !pk.padding.empty()) fail("row pack with padding conditions");
     bound[pk.k.var] = true;
     bound[pk.var] = true;
@@ -336,12 +343,19 @@ struct Verifier {
     if (!freeVar(t.k.var) || !freeVar(t.colVar) || !freeVar(t.rowVar)) return;
     if (t.k.extent <= 0 || t.cols <= 0 || t.k.block < 0 || t.colExtent <= 0 || t.rows <= 0 || t.rowExtent <= 0)
       return fail("tile with an empty extent");
-    int64_t window = t.k.length();
+    int64_t window = t.bf16Pairs ? (t.k.length() + 1) / 2 : t.k.length();
+    if (t.bf16Pairs && (t.colScratch < 0 || t.rowScratch < 0)) fail("bf16-pair tile without both packs");
     if (t.colScratch >= 0) {
       index(t.blockCol);
       scratchOk(t.colScratch, window * t.cols, "tile");
     }
-    if (t.rowScratch >= 0) scratchOk(t.rowScratch, (t.rowPackWhole ? t.k.extent : window) * t.rows, "tile");
+    if (t.rowScratch >= 0) scratchOk(t.rowScratch, (t.rowPackWhole ? (t.bf16Pairs ? (t.k.extent + 1) / 2 : t.k.extent) : window) * t.rows, "tile");
+    if (t.sumScratch >= 0) {
+      index(t.sumRow);
+      index(t.sumCol);
+      if (t.k.block <= 0 || t.perWindow || t.sumStride < t.cols) fail("tile partial-sum scratch without k blocks, or narrower than the tile");
+      scratchOk(t.sumScratch, t.sumStride * t.rows, "tile");
+    }
     if (t.value.kind != ExprKind::Binary || t.value.binaryOp != BinaryOp::Mul)
       fail("tile value is not a product of a row and a column operand");
     acc(t.acc);

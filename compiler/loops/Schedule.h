@@ -52,6 +52,9 @@ struct MachineInfo {
   // targets (Haswell to Sapphire Rapids, Zen 2 to 4; Intel's and AMD's optimization manuals).
   int fmaLatency = 4;
   int fmaPipes = 2;
+  // AVX512-BF16's vdpbf16ps on 16-float vectors (Cooper Lake, Sapphire Rapids, Zen 4): bf16 x bf16
+  // contractions use it, two k steps per instruction (TileContractions.cpp).
+  bool bf16Dot = false;
   int threads = 1;            // threads the compiled code will run on: row blocks to share out
   std::string source;         // where the figures came from, for the explanation
 };

@@ -30,6 +30,13 @@ Loop makeLoop(int var, int64_t extent) {
   return l;
 }
 
+// Whether the output is stored in f16/bf16: k blocks then keep their partial sums in an f32
+// scratch of the tile pass's instead of in the output elements.
+bool lowPrecisionOutput(const LoopProgram& p, const Contraction& c) {
+  const DType t = p.buffers[c.store.as<Store>().buffer].dtype;
+  return t == DType::F16 || t == DType::BF16;
+}
+
 // Finds the contraction in the chain of single-statement loops that starts at `body`.
 Stmt* findContraction(const LoopProgram& p, Block& body, Contraction& c, bool& outermost) {
   if (body.size() != 1) return nullptr;
@@ -59,7 +66,7 @@ Stmt tileOf(const Contraction& c, const TileSchedule& s, int rowScratch, int col
   return tile;
 }
 
-void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outermost) {
+void tileOne(const LoopProgram& p, Kernel& k, const Contraction& c, const TileSchedule& s, bool outermost, bool bf16Pairs) {
   auto newVar = [&](const std::string& name) {
     k.varNames.push_back(name);
     return static_cast<int>(k.varNames.size()) - 1;
@@ -76,8 +83,10 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
     k.scratchSizes.push_back(n);
     return static_cast<int>(k.scratchSizes.size()) - 1;
   };
-  int rowScratch = s.packA ? newScratch(s.mc * window) : -1;
-  int colScratch = s.pack ? newScratch(window * packCols) : -1;
+  // bf16 pairs take one 32-bit scratch element per two k steps.
+  const int64_t units = bf16Pairs ? (window + 1) / 2 : window;
+  int rowScratch = s.packA ? newScratch(s.mc * units) : -1;
+  int colScratch = s.pack ? newScratch(units * packCols) : -1;
 
   Stmt tile = tileOf(c, s, rowScratch, colScratch, kb);
   Tile& t = tile.as<Tile>();
@@ -85,12 +94,21 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
   t.colBase = jc >= 0 ? sum(affineIndex(s.nc, jc, 0), affineIndex(s.nr, jt, 0)) : affineIndex(s.nr, jt, 0);
   if (jc >= 0) t.blockCol = affineIndex(s.nr, jt, 0);
   t.blockRow = affineIndex(s.mr, it, 0);
+  t.bf16Pairs = bf16Pairs;
+  if (kb >= 0 && lowPrecisionOutput(p, c)) {
+    // The row block's partial sums, all its columns (the k blocks are inside the row blocks).
+    t.sumStride = (c.N + s.nr - 1) / s.nr * s.nr;
+    t.sumScratch = newScratch(s.mc * t.sumStride);
+    t.sumRow = t.blockRow;
+    t.sumCol = t.colBase;
+  }
   // With column blocks, B is packed in micro-panels of nr columns; without, one panel at a time.
   Stmt colPackStmt = s.pack ? columnPack(tile, colScratch, jc >= 0 ? affineIndex(s.nc, jc, 0) : affineIndex(s.nr, jt, 0), packCols,
                                           jc >= 0 ? s.nr : 0)
                             : Stmt{};
   // The A block: packed once per row block (and k block), reused by every column panel.
   Stmt rowPackStmt = s.packA ? rowPack(tile, rowScratch, affineIndex(s.mc, ic, 0), s.mc, /*allOfK=*/false) : Stmt{};
+  if (bf16Pairs) colPackStmt.as<Pack>().bf16Pairs = rowPackStmt.as<Pack>().bf16Pairs = true;
 
   Loop rowTiles = makeLoop(it, s.mc / s.mr);
   rowTiles.body.push_back(std::move(tile));
@@ -98,7 +116,7 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
   if (s.pack && jc < 0) panels.body.push_back(std::move(colPackStmt));
   panels.body.push_back(std::move(rowTiles));
 
-  if (s.columnsOuter && jc >= 0 && kb >= 0 && s.pack && s.packA) {
+  if (s.columnsOuter && jc >= 0 && kb >= 0 && s.pack && s.packA && t.sumScratch < 0) {
     // Column blocks outermost (BLIS's order): each B block is packed once, and the A blocks are
     // packed again for every column block instead.
     Loop rowBlocks = makeLoop(ic, (c.M + s.mc - 1) / s.mc);
@@ -137,11 +155,13 @@ void tileOne(Kernel& k, const Contraction& c, const TileSchedule& s, bool outerm
   *c.iLoop = std::move(blocks);
 }
 
-// k blocks keep partial sums in the output element itself: it must hold f32 exactly, be
-// contiguous in j, and not be read by the epilogue.
+// k blocks keep partial sums in the output element itself (or in f32 scratch beside a
+// low-precision output): it must hold f32 exactly, be contiguous in j, and not be read by the
+// epilogue.
 bool canBlockK(const LoopProgram& p, const Contraction& c) {
   const Store& st = c.store.as<Store>();
-  if (p.buffers[st.buffer].dtype != DType::F32 || st.index.empty() || loadsFrom(st.value, st.buffer)) return false;
+  if ((p.buffers[st.buffer].dtype != DType::F32 && !lowPrecisionOutput(p, c)) || st.index.empty() || loadsFrom(st.value, st.buffer))
+    return false;
   const IndexExpr& last = st.index.back();
   if (last.kind != IndexExpr::Kind::Var || last.var != c.j) return false;
   bool rowSeen = false;
@@ -150,6 +170,23 @@ bool canBlockK(const LoopProgram& p, const Contraction& c) {
     rowSeen = rowSeen || (st.index[d].kind == IndexExpr::Kind::Var && st.index[d].var == c.i);
   }
   return rowSeen;
+}
+
+// "bf16" or "f16" when `operand` reads a low-precision buffer, else empty.
+std::string lowPrecisionName(const LoopProgram& p, const Expr& operand) {
+  const DType t = p.buffers[operand.buffer].dtype;
+  return t == DType::BF16 ? "bf16" : t == DType::F16 ? "f16" : "";
+}
+
+// What the schedule line says about operands the packs widen.
+std::string lowPrecisionNote(const std::string& rowLow, const std::string& colLow, const ScheduleOverrides& o) {
+  if (rowLow.empty() && colLow.empty()) return "";
+  std::string which = !rowLow.empty() && !colLow.empty()
+                          ? (rowLow == colLow ? fmt::format("A and B are {}", rowLow) : fmt::format("A is {}, B {}", rowLow, colLow))
+                          : !rowLow.empty() ? fmt::format("A is {}", rowLow) : fmt::format("B is {}", colLow);
+  const bool overridden = (!rowLow.empty() && o.packA == false) || (!colLow.empty() && o.pack == false);
+  return fmt::format("; {}: packed{} and widened to f32 once per panel, the micro-kernel runs in f32", which,
+                     overridden ? " (pack = off ignored)" : "");
 }
 
 // ---- implicit GEMM: reductions over several variables, with padding guards (convolution) ----
@@ -250,7 +287,8 @@ bool matchImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
   const auto* update = inner->getIf<AccUpdate>();
   if (!update || update->acc != init->acc || update->reduce != ReduceKind::Sum) return false;
   const Expr& v = update->value;
-  if (v.kind != ExprKind::Binary || v.binaryOp != BinaryOp::Mul || !isF32Load(p, v.args[0]) || !isF32Load(p, v.args[1]))
+  if (v.kind != ExprKind::Binary || v.binaryOp != BinaryOp::Mul || !isTileOperandLoad(p, v.args[0]) ||
+      !isTileOperandLoad(p, v.args[1]))
     return false;
 
   // The flattened reduction variable, named after the loops it replaces.
@@ -340,7 +378,7 @@ constexpr int64_t kImplicitGemmStackBytes = 2 << 20;
 //     for kc blocks
 //       pack s1[k in window][j < nc in panels of nr] = I[..] (0 where padded)
 //       for jt: for it: tile mr x nr
-void tileImplicitGemm(Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
+void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
   const Contraction& c = g.c;
   auto newVar = [&](const std::string& name) {
     k.varNames.push_back(name);
@@ -366,6 +404,13 @@ void tileImplicitGemm(Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
   t.blockCol = affineIndex(s.nr, jt, 0);
   t.blockRow = affineIndex(s.mr, it, 0);
   t.rowPackWhole = true;
+  if (kb >= 0 && lowPrecisionOutput(p, c)) {
+    // The pixel block's partial sums, all rows (the k blocks are inside the pixel blocks).
+    t.sumStride = s.nc;
+    t.sumScratch = newScratch(rowsPacked * s.nc);
+    t.sumRow = t.rowBase;
+    t.sumCol = t.blockCol;
+  }
   Stmt colPackStmt = columnPack(tile, colScratch, affineIndex(s.nc, jc, 0), s.nc, s.nr);
   colPackStmt.as<Pack>().padding = g.padding;
   Stmt rowPackStmt = rowPack(tile, rowScratch, IndexExpr::makeConst(0), rowsPacked, /*allOfK=*/true);
@@ -429,13 +474,31 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       // gathers it into contiguous panels, which the micro-kernel reads as vectors.
       ScheduleOverrides o = overrides;
       if (!c.colContiguous) o.pack = true;
+      // f16/bf16 operands are widened to f32 by their packs, once per panel, rather than at
+      // every k step of the micro-kernel.
+      const std::string rowLow = lowPrecisionName(p, c.rowOperand), colLow = lowPrecisionName(p, c.colOperand);
+      if (!rowLow.empty()) o.packA = true;
+      if (!colLow.empty()) o.pack = true;
+      // Partial sums beside a low-precision output are kept per row block (tileOne).
+      if (lowPrecisionOutput(p, c)) o.columnsOuter = false;
       TileSchedule s = chooseTileSchedule(machine, c.M, c.N, c.K, o, canBlockK(p, c));
-      if (!c.colContiguous && !s.pack) continue;  // its panel would not fit the stack scratch
+      if ((!c.colContiguous || !colLow.empty()) && !s.pack) continue;  // its panel would not fit the stack scratch
+      if (!rowLow.empty() && !s.packA) continue;
       if (!c.colContiguous)
         s.explanation += overrides.pack == false
                              ? "; pack = off ignored: B is not contiguous in j (A B^T), so it is packed (gathered) into panels"
                              : "; B is not contiguous in j (A B^T): the pack gathers it into panels";
-      tileOne(k, c, s, outermost);
+      // Both operands bf16 on a CPU with vdpbf16ps: the packs keep the bf16 bits in pairs along
+      // k and the micro-kernel multiplies pairs, at twice the products per instruction of f32
+      // FMAs. Exact products, sums in f32, as the f32 path; only a gathered B (A B^T) is not
+      // packed in pairs yet.
+      const bool pairs = machine.bf16Dot && rowLow == "bf16" && colLow == "bf16" && c.colContiguous && s.pack && s.packA;
+      if (pairs)
+        s.explanation += "; A and B are bf16 on a CPU with AVX512-BF16: packed as bf16 pairs along k (not widened), two k steps "
+                         "per vdpbf16ps, sums in f32";
+      else
+        s.explanation += lowPrecisionNote(rowLow, colLow, overrides);
+      tileOne(p, k, c, s, outermost, pairs);
       k.schedule = s.explanation;
       ++tiled;
       continue;
@@ -455,7 +518,7 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       s.kc = 0;
       s.nc = (g.c.N + s.nr - 1) / s.nr * s.nr;
       const double matrixMiB = static_cast<double>(g.c.K * s.nc) * 4 / (1 << 20);
-      tileImplicitGemm(candidate, g, s);
+      tileImplicitGemm(p, candidate, g, s);
       candidate.schedule = fmt::format(
           "{}x{}x{}: C tile {}x{}; im2col (--conv=im2col): the patch matrix {}x{} ({:.1f} MiB) is written whole, then read "
           "back by the GEMM: {:.1f} MiB moved beyond the input, where implicit GEMM packs blocks that stay in cache",
@@ -505,8 +568,9 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
     // Both packs live on the stack of each call (the rule keeps the column block small).
     const int64_t rowsPacked = (g.c.M + s.mr - 1) / s.mr * s.mr;
     if ((rowsPacked * g.c.K + (s.kc > 0 ? s.kc : g.c.K) * s.nc) * 4 > kImplicitGemmStackBytes) continue;
-    tileImplicitGemm(candidate, g, s);
-    candidate.schedule = s.explanation + evened + "; implicit GEMM: weights packed whole once per call, input packed with its padding as zeros";
+    tileImplicitGemm(p, candidate, g, s);
+    candidate.schedule = s.explanation + evened + "; implicit GEMM: weights packed whole once per call, input packed with its padding as zeros" +
+                         lowPrecisionNote(lowPrecisionName(p, g.c.rowOperand), lowPrecisionName(p, g.c.colOperand), ScheduleOverrides{});
     k = std::move(candidate);
     ++tiled;
   }

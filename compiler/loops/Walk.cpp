@@ -162,6 +162,8 @@ void forEachOuterIndex(Stmt& s, const std::function<void(IndexExpr&)>& f) {
     f(t->k.base);
     f(t->blockRow);
     f(t->blockCol);
+    f(t->sumRow);
+    f(t->sumCol);
   }
 }
 

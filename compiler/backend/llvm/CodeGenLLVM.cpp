@@ -314,16 +314,17 @@ class KernelGen {
     if (!unitStrideIn(p_.buffers[load.buffer], load.index, colVar)) return gatherColumnVector(load, j, colVar, w, mask);
     vars_[colVar] = j;
     llvm::Value* ptr = address(load.buffer, load.index, !padded);
-    auto* vt = llvm::FixedVectorType::get(ft_, static_cast<unsigned>(w));
-    if (!mask) return b_.CreateAlignedLoad(vt, ptr, llvm::Align(4));
-    return b_.CreateMaskedLoad(vt, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
+    const DType dtype = p_.buffers[load.buffer].dtype;
+    auto* vt = llvm::FixedVectorType::get(storageType(ctx_, dtype), static_cast<unsigned>(w));
+    const llvm::Align align(elementAlign(dtype));
+    if (!mask) return fromStorage(b_.CreateAlignedLoad(vt, ptr, align), dtype);
+    return fromStorage(b_.CreateMaskedLoad(vt, ptr, align, mask, llvm::Constant::getNullValue(vt)), dtype);
   }
 
   // W column-operand values at columns j .. j+W-1 read one address per lane, for an operand whose
   // address does not step by one element with the column. Lanes outside `mask` are not read.
   llvm::Value* gatherColumnVector(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask) {
     const auto n = static_cast<unsigned>(w);
-    auto* vt = llvm::FixedVectorType::get(ft_, n);
     llvm::Value* ptrs = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getPtrTy(), n));
     for (unsigned l = 0; l < n; ++l) {
       vars_[colVar] = b_.CreateAdd(j, i64(l));
@@ -331,7 +332,9 @@ class KernelGen {
     }
     vars_[colVar] = j;
     if (!mask) mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
-    return b_.CreateMaskedGather(vt, ptrs, llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
+    const DType dtype = p_.buffers[load.buffer].dtype;
+    auto* st = llvm::FixedVectorType::get(storageType(ctx_, dtype), n);
+    return fromStorage(b_.CreateMaskedGather(st, ptrs, llvm::Align(elementAlign(dtype)), mask, llvm::Constant::getNullValue(st)), dtype);
   }
 
   // Whether the element `idx` addresses in `buf` is the next one when `var` grows by one (the
@@ -363,6 +366,7 @@ class KernelGen {
   // Column pack: scratch[(k - k.base) * count + c] = column operand at j = base + c (0 past
   // extent, by masked loads).
   void pack(const Pack& s) {
+    if (s.bf16Pairs) return s.side == PackSide::Rows ? packRowPairs(s) : packColumnPairs(s);
     if (s.side == PackSide::Rows) return packRows(s);
     if (s.padding.empty() && s.value.kind == ExprKind::Load && !unitStrideIn(p_.buffers[s.value.buffer], s.value.index, s.var))
       return packGathered(s);
@@ -545,6 +549,93 @@ class KernelGen {
     vars_[s.k.var] = vars_[s.var] = nullptr;
   }
 
+  // The bf16 bits of a load, unconverted (the bf16-pair packs).
+  llvm::Value* rawLoad(const Expr& load) {
+    if (load.kind != ExprKind::Load || p_.buffers[load.buffer].dtype != DType::BF16) throw std::logic_error("bf16 pair pack of a non-bf16 operand");
+    return b_.CreateAlignedLoad(b_.getInt16Ty(), address(load.buffer, load.index), llvm::Align(2));
+  }
+
+  // Pairs along k: the k loop of a pack runs over pairs q, k0 = start + 2q and k1 = k0 + 1; k1
+  // may lie past the window's end, where the pair's high half is +0 (the address read is k0's).
+  struct KPair {
+    llvm::Value* k0;
+    llvm::Value* k1;     // clamped into the window
+    llvm::Value* inside; // whether k0 + 1 is in the window
+  };
+  KPair kPair(const KBounds& kw, llvm::Value* q) {
+    llvm::Value* k0 = b_.CreateAdd(kw.start, b_.CreateMul(q, i64(2)));
+    llvm::Value* next = b_.CreateAdd(k0, i64(1));
+    llvm::Value* inside = b_.CreateICmpSLT(next, kw.end);
+    return {k0, b_.CreateSelect(inside, next, k0), inside};
+  }
+  llvm::Value* pairCount(const KBounds& kw) { return b_.CreateSDiv(b_.CreateAdd(b_.CreateSub(kw.end, kw.start), i64(1)), i64(2)); }
+
+  // Column pack of bf16 pairs (Pack::bf16Pairs): two rows of W columns each, loaded as 16-bit
+  // lanes and interleaved, so that 32-bit lane c holds (B[k0, j + c], B[k1, j + c]).
+  void packColumnPairs(const Pack& s) {
+    const int64_t panel = s.panel > 0 ? s.panel : s.count;
+    const int64_t w = std::min<int64_t>(laneCount(panel), 16);
+    llvm::Value* j0 = index(s.base);
+    KBounds kw = kBounds(s.k);
+    const int64_t pairs = (kw.length + 1) / 2;
+    const bool ragged = s.extent % s.count != 0;
+    auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), static_cast<unsigned>(w));
+    llvm::Value* zero = llvm::Constant::getNullValue(halves);
+    std::vector<int> interleave;
+    for (int l = 0; l < w; ++l) {
+      interleave.push_back(l);
+      interleave.push_back(l + static_cast<int>(w));
+    }
+    std::vector<llvm::Value*> masks(s.count / w, nullptr);
+    for (int64_t v = 0; ragged && v < s.count / w; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.extent);
+    countedLoop(k_.varNames[s.k.var] + ".pairs", i64(0), pairCount(kw), [&](llvm::Value* q) {
+      KPair kp = kPair(kw, q);
+      for (int64_t v = 0; v < s.count / w; ++v) {
+        vars_[s.var] = b_.CreateAdd(j0, i64(v * w));
+        auto row = [&](llvm::Value* k) -> llvm::Value* {
+          vars_[s.k.var] = k;
+          llvm::Value* ptr = address(s.value.buffer, s.value.index);
+          if (!masks[v]) return b_.CreateAlignedLoad(halves, ptr, llvm::Align(2));
+          return b_.CreateMaskedLoad(halves, ptr, llvm::Align(2), masks[v], zero);
+        };
+        llvm::Value* lo = row(kp.k0);
+        llvm::Value* hi = b_.CreateSelect(kp.inside, row(kp.k1), zero);
+        const int64_t c = v * w;
+        llvm::Value* at = b_.CreateAdd(b_.CreateMul(q, i64(panel)), i64((c / panel) * panel * pairs + c % panel));
+        b_.CreateAlignedStore(b_.CreateShuffleVector(lo, hi, interleave), scratchAt(s.scratch, at), llvm::Align(4));
+      }
+    });
+    vars_[s.k.var] = vars_[s.var] = nullptr;
+  }
+
+  // Row pack of bf16 pairs: element (r / panel) * panel * L' + q * panel + r % panel holds
+  // (A[i, k0], A[i, k1]) as one 32-bit word, the value the micro-kernel broadcasts.
+  void packRowPairs(const Pack& s) {
+    llvm::Value* i0 = index(s.base);
+    KBounds kw = kBounds(s.k);
+    const int64_t pairs = (kw.length + 1) / 2;
+    countedLoop(k_.varNames[s.var] + ".panel", i64(0), i64(s.count / s.panel), [&](llvm::Value* t) {
+      llvm::Value* panel = b_.CreateMul(t, i64(s.panel * pairs));
+      std::vector<llvm::Value*> rowIdx;
+      for (int64_t r = 0; r < s.panel; ++r)
+        rowIdx.push_back(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, b_.CreateAdd(b_.CreateMul(t, i64(s.panel)), i64(r))),
+                                                  i64(s.extent - 1)));
+      countedLoop(k_.varNames[s.k.var] + ".pairs", i64(0), pairCount(kw), [&](llvm::Value* q) {
+        KPair kp = kPair(kw, q);
+        llvm::Value* at = b_.CreateAdd(panel, b_.CreateMul(q, i64(s.panel)));
+        for (int64_t r = 0; r < s.panel; ++r) {
+          vars_[s.var] = rowIdx[r];
+          vars_[s.k.var] = kp.k0;
+          llvm::Value* lo = b_.CreateZExt(rawLoad(s.value), b_.getInt32Ty());
+          vars_[s.k.var] = kp.k1;
+          llvm::Value* hi = b_.CreateSelect(kp.inside, b_.CreateZExt(rawLoad(s.value), b_.getInt32Ty()), b_.getInt32(0));
+          b_.CreateAlignedStore(b_.CreateOr(lo, b_.CreateShl(hi, 16)), scratchAt(s.scratch, b_.CreateAdd(at, i64(r))), llvm::Align(4));
+        }
+      });
+    });
+    vars_[s.k.var] = vars_[s.var] = nullptr;
+  }
+
   // tile: rows x cols accumulators, each row `cols / W` vectors, kept in registers across the k
   // loop (allocas that SROA promotes); each k broadcasts one row-operand value per row and does
   // one fused multiply-add per accumulator vector. Then the epilogue runs for every element of
@@ -567,7 +658,11 @@ class KernelGen {
     std::vector<llvm::Value*> outMasks(nvec, nullptr);
     for (int64_t v = 0; ragged && v < nvec; ++v) outMasks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
     // Partial sums of earlier k blocks live in the output elements (the first epilogue store).
-    auto outputVector = [&](int64_t r, int64_t v) {
+    auto outputVector = [&](int64_t r, int64_t v) -> llvm::Value* {
+      if (s.sumScratch >= 0) {
+        llvm::Value* row = b_.CreateAdd(index(s.sumRow), i64(r));
+        return scratchAt(s.sumScratch, b_.CreateAdd(b_.CreateMul(row, i64(s.sumStride)), b_.CreateAdd(index(s.sumCol), i64(v * w))));
+      }
       const Store& st = s.epilogue[0].as<Store>();
       vars_[s.rowVar] = b_.CreateAdd(i0, i64(r));
       vars_[s.colVar] = b_.CreateAdd(j0, i64(v * w));
@@ -594,7 +689,7 @@ class KernelGen {
       // The next tile down will start from its C rows: ask for them now, so that they come
       // from L1 then instead of stalling its first FMAs.
       llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::prefetch, {b_.getPtrTy()});
-      for (int64_t r = 0; r < s.rows; ++r) {
+      for (int64_t r = 0; s.sumScratch < 0 && r < s.rows; ++r) {
         const Store& st = s.epilogue[0].as<Store>();
         vars_[s.rowVar] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, i64(s.rows + r)), i64(s.rowExtent - 1));
         for (int64_t v = 0; v < nvec; v += std::max<int64_t>(1, 16 / w)) {
@@ -624,11 +719,38 @@ class KernelGen {
     std::vector<llvm::Value*> rowIdx;
     for (int64_t r = 0; r < s.rows; ++r)
       rowIdx.push_back(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, i64(r)), i64(s.rowExtent - 1)));
+    // Scratch elements per row (column) of a pack: k steps, or pairs of them.
+    auto units = [&](int64_t steps) { return s.bf16Pairs ? (steps + 1) / 2 : steps; };
     llvm::Value* rowPanel =
-        s.rowScratch >= 0 ? b_.CreateMul(index(s.blockRow), i64(s.rowPackWhole ? s.k.extent : kw.length)) : nullptr;
-    llvm::Value* colPanel = s.colScratch >= 0 ? b_.CreateMul(index(s.blockCol), i64(kw.length)) : nullptr;
+        s.rowScratch >= 0 ? b_.CreateMul(index(s.blockRow), i64(units(s.rowPackWhole ? s.k.extent : kw.length))) : nullptr;
+    llvm::Value* colPanel = s.colScratch >= 0 ? b_.CreateMul(index(s.blockCol), i64(units(kw.length))) : nullptr;
 
+    // bf16 pairs: one vdpbf16ps per accumulator vector adds the products of two k steps.
+    auto pairLoop = [&] {
+      if (w != 16) throw std::logic_error("bf16-pair tile needs 16-float vectors");
+      auto* words = llvm::FixedVectorType::get(b_.getInt32Ty(), 16);
+      auto* pairsType = llvm::FixedVectorType::get(b_.getBFloatTy(), 32);
+      llvm::Function* dot = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512);
+      llvm::BranchInst* latch = countedLoop(k_.varNames[s.k.var] + ".pairs", i64(0), pairCount(kw), [&](llvm::Value* q) {
+        std::vector<llvm::Value*> col(nvec);
+        for (int64_t v = 0; v < nvec; ++v) {
+          llvm::Value* at = b_.CreateAdd(b_.CreateAdd(colPanel, b_.CreateMul(q, i64(s.cols))), i64(v * w));
+          col[v] = b_.CreateBitCast(b_.CreateAlignedLoad(words, scratchAt(s.colScratch, at), llvm::Align(64)), pairsType);
+        }
+        for (int64_t r = 0; r < s.rows; ++r) {
+          llvm::Value* at = b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(q, i64(s.rows)), i64(r)));
+          llvm::Value* word = b_.CreateAlignedLoad(b_.getInt32Ty(), scratchAt(s.rowScratch, at), llvm::Align(4));
+          llvm::Value* a = b_.CreateBitCast(b_.CreateVectorSplat(16, word), pairsType);
+          for (int64_t v = 0; v < nvec; ++v) {
+            llvm::AllocaInst* slot = accs[r * nvec + v];
+            b_.CreateStore(b_.CreateCall(dot, {b_.CreateLoad(vt, slot), a, col[v]}), slot);
+          }
+        }
+      });
+      unrollBy(latch, s.kUnroll);
+    };
     auto kLoop = [&](bool masked) {
+      if (s.bf16Pairs) return pairLoop();
       std::vector<llvm::Value*> masks(nvec, nullptr);
       for (int64_t v = 0; masked && v < nvec; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
       llvm::BranchInst* latch = countedLoop(k_.varNames[s.k.var], kw.start, kw.end, [&](llvm::Value* k) {
@@ -777,10 +899,12 @@ class KernelGen {
 
   // Storage <-> compute type. bf16: the high half of an f32; stores round to nearest even and
   // keep NaN a (quiet) NaN.
+  // Scalars or vectors (the tile's packs widen whole vectors).
   llvm::Value* fromStorage(llvm::Value* v, DType t) {
-    if (t != DType::BF16) return convert(v, ft_);
-    llvm::Value* bits = b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16);
-    return convert(b_.CreateBitCast(bits, b_.getFloatTy()), ft_);
+    llvm::Type* to = v->getType()->getWithNewType(ft_);
+    if (t != DType::BF16) return convert(v, to);
+    llvm::Value* bits = b_.CreateShl(b_.CreateZExt(v, v->getType()->getWithNewType(b_.getInt32Ty())), 16);
+    return convert(b_.CreateBitCast(bits, v->getType()->getWithNewType(b_.getFloatTy())), to);
   }
 
   llvm::Value* toStorage(llvm::Value* v, DType t) {

@@ -195,15 +195,18 @@ TEST_CASE("loop core: forEachIndexOf visits a tile's bases and a pack's padding,
   std::vector<IndexExpr> seen;
   Tile t = sampleTile();
   forEachIndexOf(Stmt(t), [&](const IndexExpr& ix) { seen.push_back(ix); });
-  // rowBase, colBase, k.base, blockRow, blockCol, then the two loads of the value (2 indices each).
-  REQUIRE(seen.size() == 9);
+  // rowBase, colBase, k.base, blockRow, blockCol, sumRow, sumCol, then the two loads of the value
+  // (2 indices each).
+  REQUIRE(seen.size() == 11);
   CHECK(equal(seen[0], t.rowBase));
   CHECK(equal(seen[1], t.colBase));
   CHECK(equal(seen[2], t.k.base));
   CHECK(equal(seen[3], t.blockRow));
   CHECK(equal(seen[4], t.blockCol));
-  CHECK(equal(seen[5], var(1)));
-  CHECK(equal(seen[8], var(2)));
+  CHECK(equal(seen[5], t.sumRow));
+  CHECK(equal(seen[6], t.sumCol));
+  CHECK(equal(seen[7], var(1)));
+  CHECK(equal(seen[10], var(2)));
 
   Pack p;
   p.side = PackSide::Columns;

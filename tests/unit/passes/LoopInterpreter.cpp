@@ -49,7 +49,8 @@ class KernelRun {
  public:
   KernelRun(const LoopProgram& p, const Kernel& k, std::vector<std::vector<double>>& buffers, Arena* arena)
       : p_(p), k_(k), buffers_(buffers), arena_(arena), vars_(k.varNames.size(), 0), accs_(k.numAccs, kNaN), accSet_(k.numAccs, false) {
-    for (int64_t n : k.scratchSizes) scratch_.emplace_back(static_cast<size_t>(n), kNaN);
+    // Twice the elements: a bf16-pair pack holds two values per element (scratchHalf).
+    for (int64_t n : k.scratchSizes) scratch_.emplace_back(static_cast<size_t>(2 * n), kNaN);
   }
 
   void run() {
@@ -125,9 +126,14 @@ class KernelRun {
 
   double& scratch(int id, int64_t at) {
     std::vector<double>& s = scratch_.at(static_cast<size_t>(id));
-    if (at < 0 || at >= static_cast<int64_t>(s.size()))
-      throw Failure{fmt::format("kernel {}: element {} of scratch s{} is outside [0, {})", k_.name, at, id, s.size())};
+    const int64_t n = static_cast<int64_t>(s.size()) / 2;
+    if (at < 0 || at >= n) throw Failure{fmt::format("kernel {}: element {} of scratch s{} is outside [0, {})", k_.name, at, id, n)};
     return s[static_cast<size_t>(at)];
+  }
+  // Half `half` (0: the even k step, 1: the odd) of element `at` of a bf16-pair scratch.
+  double& scratchHalf(int id, int64_t at, int64_t half) {
+    scratch(id, at);  // the bounds check
+    return scratch_[static_cast<size_t>(id)][static_cast<size_t>(2 * at + half)];
   }
 
   struct Window {
@@ -152,7 +158,15 @@ class KernelRun {
           int64_t i = evalIndex(g.index, vars_);
           padded = padded || i < 0 || i >= g.extent;
         }
-        scratch(pk.scratch, (c / p) * p * w.length + (k - w.start) * p + c % p) = j0 + c < pk.extent && !padded ? eval(pk.value) : 0.0;
+        const double v = j0 + c < pk.extent && !padded ? eval(pk.value) : 0.0;
+        if (pk.bf16Pairs) {
+          const int64_t q = (k - w.start) / 2, pairs = (w.length + 1) / 2;
+          scratchHalf(pk.scratch, (c / p) * p * pairs + q * p + c % p, (k - w.start) % 2) = v;
+          // An odd window's last pair ends in +0.
+          if (k + 1 == w.end && (k - w.start) % 2 == 0) scratchHalf(pk.scratch, (c / p) * p * pairs + q * p + c % p, 1) = 0.0;
+          continue;
+        }
+        scratch(pk.scratch, (c / p) * p * w.length + (k - w.start) * p + c % p) = v;
       }
   }
 
@@ -163,6 +177,13 @@ class KernelRun {
       for (int64_t k = w.start; k < w.end; ++k) {
         vars_[pk.k.var] = k;
         vars_[pk.var] = std::min(i0 + r, pk.extent - 1);
+        if (pk.bf16Pairs) {
+          const int64_t q = (k - w.start) / 2, pairs = (w.length + 1) / 2;
+          const int64_t at = (r / pk.panel) * pk.panel * pairs + q * pk.panel + r % pk.panel;
+          scratchHalf(pk.scratch, at, (k - w.start) % 2) = eval(pk.value);
+          if (k + 1 == w.end && (k - w.start) % 2 == 0) scratchHalf(pk.scratch, at, 1) = 0.0;
+          continue;
+        }
         scratch(pk.scratch, (r / pk.panel) * pk.panel * w.length + (k - w.start) * pk.panel + r % pk.panel) = eval(pk.value);
       }
   }
@@ -180,9 +201,20 @@ class KernelRun {
         vars_[t.colVar] = j0 + c;
         // Partial sums of earlier k blocks are in the element the first epilogue store writes.
         const Store* first = t.k.block > 0 && !t.perWindow ? &t.epilogue.at(0).as<Store>() : nullptr;
-        double* partial = first ? &buffers_[first->buffer][offset(first->buffer, first->index)] : nullptr;
+        // ... or, beside a low-precision output, in the tile's f32 scratch.
+        double* partial = !first              ? nullptr
+                          : t.sumScratch >= 0 ? &scratch(t.sumScratch, (evalIndex(t.sumRow, vars_) + r) * t.sumStride +
+                                                                           evalIndex(t.sumCol, vars_) + c)
+                                              : &buffers_[first->buffer][offset(first->buffer, first->index)];
         double acc = partial && w.start > 0 ? *partial : 0.0;
-        for (int64_t k = w.start; k < w.end; ++k) {
+        for (int64_t k = w.start; k < w.end && t.bf16Pairs; k += 2) {
+          // Pairs: both products of a pair, the even k step's first (the odd one may be the +0 pad).
+          const int64_t q = (k - w.start) / 2, pairs = (w.length + 1) / 2;
+          for (int64_t h = 0; h < 2; ++h)
+            acc += scratchHalf(t.rowScratch, blockRow * pairs + q * t.rows + r, h) *
+                   scratchHalf(t.colScratch, blockCol * pairs + q * t.cols + c, h);
+        }
+        for (int64_t k = w.start; k < w.end && !t.bf16Pairs; ++k) {
           vars_[t.k.var] = k;
           double a = !(t.rowScratch >= 0)  ? eval(t.value.args[0])
                      : t.rowPackWhole      ? scratch(t.rowScratch, blockRow * t.k.extent + k * t.rows + r)

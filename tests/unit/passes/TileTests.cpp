@@ -78,6 +78,13 @@ const SemanticsCase kCases[] = {
      "input Q : f32[37, 11]\ninput K : f32[41, 11]\n"
      "output S[i, j] = select(j <= i, sum(d: Q[i, d] * K[j, d]) * 0.125, -inf)\n"},
     {"B read at a stride of 2 in j", "input A : f32[11, 23]\ninput B : f32[23, 75]\noutput C[i, j < 37] = sum(k: A[i, k] * B[k, 2 * j])\n"},
+    // f16/bf16: packed whatever the schedule says; a low-precision output keeps its partial sums
+    // in f32 scratch (the interpreter checks every scratch address).
+    {"bf16 matmul 13x29x531 (k blocks, partial sums in scratch)",
+     "input A : bf16[13, 531]\ninput B : bf16[531, 29]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n"},
+    {"f16 A B^T 37x19x45 with a bias, f16 output",
+     "input A : f16[37, 45]\ninput B : f16[19, 45]\ninput b : f16[19]\noutput C[i, j] = sum(k: A[i, k] * B[j, k]) + b[j]\n"},
+    {"bf16 A, f32 B", "input A : bf16[11, 23]\ninput B : f32[23, 37]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n"},
 };
 
 // Schedules that exercise each part of the tile: the default, no packing, k blocks that do not
@@ -122,15 +129,17 @@ std::vector<std::pair<std::string, loops::ScheduleOverrides>> schedules() {
 // Tiles `c`'s program under every schedule: exactly one contraction is tiled, the result
 // verifies, and the interpreter computes the untiled nest's outputs bit for bit (inputs from `seed`).
 void checkTiledMatchesUntiled(const SemanticsCase& c, const std::vector<std::pair<std::string, loops::ScheduleOverrides>>& scheds,
-                              uint64_t seed) {
+                              uint64_t seed, const loops::MachineInfo& machine = avx2Machine(), const char* mustPrint = nullptr) {
   Lowered l = lower(c.name, c.text);
   std::vector<std::vector<double>> expected = run(l, l.loops, seed);
   for (const auto& [what, overrides] : scheds) {
     INFO("schedule: " << what);
     loops::LoopProgram tiled = l.loops;
-    CHECK(loops::tileContractions(tiled, avx2Machine(), overrides) == 1);
+    CHECK(loops::tileContractions(tiled, machine, overrides) == 1);
     std::vector<std::string> problems = loops::verifyLoopProgram(tiled);
-    INFO(loops::printLoopProgram(tiled));
+    const std::string printed = loops::printLoopProgram(tiled);
+    INFO(printed);
+    if (mustPrint) CHECK(printed.find(mustPrint) != std::string::npos);
     for (const std::string& p : problems) FAIL_CHECK(p);
     std::vector<std::vector<double>> got = run(l, tiled, seed);
     for (int id : l.graph.outputs) CHECK(got[id] == expected[id]);
@@ -143,6 +152,35 @@ TEST_CASE("tile: tiled contractions compute what the untiled nests compute", "[p
       checkTiledMatchesUntiled(c, schedules(), 7);
     }
   }
+}
+
+TEST_CASE("tile: bf16 x bf16 on a CPU with vdpbf16ps: packed in pairs along k, the same sums", "[passes][tile]") {
+  // AVX512-BF16 (Cooper Lake, Sapphire Rapids, Zen 4): both packs keep the bf16 bits two k steps
+  // to a 32-bit element, an odd window ending in +0; the interpreter reads the pairs back in k
+  // order, so the sums are the untiled ones. Odd K, k blocks with odd tails, rows and columns
+  // with tails.
+  loops::MachineInfo m = avx2Machine();  // as a Sapphire Rapids core
+  m.vectorFloats = 16;
+  m.vectorRegisters = 32;
+  m.l2Bytes = 2 << 20;
+  m.bf16Dot = true;
+  const SemanticsCase cases[] = {
+      {"bf16 matmul 13x29x531", "input A : bf16[13, 531]\ninput B : bf16[531, 29]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n"},
+      {"bf16 matmul 97x131x61, f32 output",
+       "input A : bf16[97, 61]\ninput B : bf16[61, 131]\ninput u : f32\noutput C[i, j] = sum(k: A[i, k] * B[k, j]) * u\n"},
+      {"bf16 matmul 5x3x1", "input A : bf16[5, 1]\ninput B : bf16[1, 3]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n"},
+  };
+  for (const SemanticsCase& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      checkTiledMatchesUntiled(c, schedules(), 5, m, "two k steps per vdpbf16ps");
+    }
+  }
+  // Without the instruction, or with an operand that is not bf16, the packs widen to f32.
+  Lowered l = lower("f16", "input A : f16[13, 40]\ninput B : bf16[40, 29]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n");
+  loops::LoopProgram tiled = l.loops;
+  REQUIRE(loops::tileContractions(tiled, m, {}) == 1);
+  CHECK(loops::printLoopProgram(tiled).find("A is f16, B bf16: packed and widened to f32 once per panel") != std::string::npos);
+  CHECK(loops::printLoopProgram(tiled).find("bf16 pairs") == std::string::npos);
 }
 
 // Convolutions (implicit GEMM): prime sizes, so that rows (output channels, tiles of 6), pixels
@@ -171,6 +209,9 @@ const SemanticsCase kConvCases[] = {
     {"conv 3x3 stride 2 pad 1, C=31 (k blocks), 9x5 -> 5x3",
      "input I : f32[1, 31, 9, 5]\ninput Wt : f32[7, 31, 3, 3]\n"
      "output O[n, k, y < 5, x < 3] = sum(c, r, s: I[n, c, 2 * y + r - 1, 2 * x + s - 1] * Wt[k, c, r, s])\n"},
+    {"bf16 conv 3x3 pad 1, C=31 (k blocks, partial sums in scratch), 5x7",
+     "input I : bf16[2, 31, 5, 7]\ninput Wt : bf16[7, 31, 3, 3]\n"
+     "output O[n, k, y < 5, x < 7] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n"},
     {"conv 2x2 stride 2 without padding", "input I : f32[2, 3, 9, 17]\ninput Wt : f32[5, 3, 2, 2]\n"
                                            "output O[n, k, y < 4, x < 8] = sum(c, r, s: I[n, c, 2 * y + r, 2 * x + s] * Wt[k, c, r, s])\n"},
 };
