@@ -86,6 +86,15 @@ def matmul(m, n, k):
                 peers=["openblas", "blis", "eigen", "halide", "numpy", "torch"], tol=1e-4)
 
 
+def matmul_bf16(m, n, k):
+    # bf16 in and out: texc reads the inputs as bf16 (.npy `<V2`), the peers the same values in
+    # f32 files (exact) and convert them; results are compared in f32, to bf16's precision.
+    return dict(name="bf16 matmul %d" % m if m == n == k else "bf16 matmul M=%d N=%d K=%d" % (m, n, k),
+                tex="matmul_bf16", defs={"M": m, "N": n, "K": k}, dtype="bf16",
+                inputs={"A": (m, k), "B": (k, n)}, output="C", flops=2 * m * n * k, limit="bf16dot",
+                peers=["dnnl"], tol=1e-2)
+
+
 def conv(n, c, k, h, w):
     return dict(name="conv3x3+scale/bias+maxpool (%d,%d,%d,%d,%d)" % (n, c, k, h, w), tex="conv",
                 defs={"N": n, "C": c, "K": k, "H": h, "W": w},
@@ -109,11 +118,11 @@ def attention(n, d=64, causal=True):
 
 FULL = [gelu(4096, 4096), gelu(16384, 4096), ediff(1 << 24), softmax(4096, 4096), layernorm(4096, 4096),
         matmul(256, 256, 256), matmul(512, 512, 512), matmul(1024, 1024, 1024), matmul(2048, 2048, 2048),
-        matmul(128, 4096, 4096), conv(1, 64, 64, 56, 56), conv(8, 64, 128, 28, 28),
+        matmul(128, 4096, 4096), matmul_bf16(2048, 2048, 2048), conv(1, 64, 64, 56, 56), conv(8, 64, 128, 28, 28),
         attention(1024), attention(4096), attention(16384),
         attention(1024, causal=False), attention(4096, causal=False), attention(16384, causal=False)]
 QUICK = [gelu(1024, 4096), ediff(1 << 22), softmax(1024, 4096), layernorm(1024, 4096),
-         matmul(256, 256, 256), matmul(512, 512, 512), conv(1, 64, 64, 56, 56), attention(1024)]
+         matmul(256, 256, 256), matmul(512, 512, 512), matmul_bf16(512, 512, 512), conv(1, 64, 64, 56, 56), attention(1024)]
 
 # What each C++ peer is built from (extra flags after the common ones); its binary takes
 # WORKLOAD INPUT_DIR OUT.npy THREADS REPEAT and prints one JSON line.
@@ -133,7 +142,7 @@ PEER_LABEL = {
     "texc materialized": "texc --disable-pass=online-softmax",
 }
 WORKLOAD_ARG = {"gelu": "gelu", "ediff": "ediff", "softmax": "softmax", "layernorm": "layernorm",
-                "matmul": "matmul", "conv": "conv", "attention": "attention", "attention_full": "attention_full"}
+                "matmul": "matmul", "matmul_bf16": "matmul_bf16", "conv": "conv", "attention": "attention", "attention_full": "attention_full"}
 
 
 def log(msg):
@@ -288,6 +297,11 @@ def limit_value(limits, which, threads):
     if which == "fma":
         key = ("fma_avx512", threads) if ("fma_avx512", threads) in limits else ("fma_avx2", threads)
         return limits[key]["max"], key[0]
+    if which == "bf16dot":
+        # vdpbf16ps (AVX512-BF16) does two multiply-adds per f32 lane at the FMA's rate; without
+        # it a bf16 contraction runs on f32 FMAs.
+        fma, name = limit_value(limits, "fma", threads)
+        return (2 * fma, "2x " + name + " (vdpbf16ps)") if cpu_info()["avx512_bf16"] else (fma, name)
     return limits[(which, threads)]["max"], which
 
 
@@ -318,8 +332,9 @@ def texc_cmd(wl, indir, outdir, threads, repeat, extra=()):
     cmd = [TEXC_SNAPSHOT, "run", os.path.join(BENCH, "workloads", wl["tex"] + ".tex")] + list(extra)
     for k, v in wl["defs"].items():
         cmd += ["-D", "%s=%d" % (k, v)]
+    suffix = ".bf16.npy" if wl.get("dtype") == "bf16" else ".npy"
     for name in wl["inputs"]:
-        cmd += ["--input", "%s=%s" % (name, os.path.join(indir, name + ".npy"))]
+        cmd += ["--input", "%s=%s" % (name, os.path.join(indir, name + suffix))]
     return cmd + ["--threads", str(threads), "--output-dir", outdir, "--repeat", str(repeat), "--time-passes"]
 
 
@@ -387,11 +402,19 @@ def run_python(impls, wl, indir, outdir, threads, repeat, env, timeout):
     return {r.pop("impl"): r for r in rows}
 
 
+def load_result(path):
+    """An output file as an array; bf16 (`<V2`, texc's) widened to float32."""
+    got = np.load(path)
+    if got.dtype.kind == "V" and got.dtype.itemsize == 2:
+        got = (np.frombuffer(got.tobytes(), dtype=np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(got.shape)
+    return got
+
+
 def compare(ref, path, tol):
     """Largest |peer - texc| relative to the largest |texc|; float32 required."""
     if not os.path.exists(path):
         return None, "no output"
-    got = np.load(path)
+    got = load_result(path)
     if got.dtype != np.float32:
         return None, "result is %s, not float32" % got.dtype
     if got.shape != ref.shape:
@@ -404,7 +427,14 @@ def make_inputs(wl, indir, seed):
     rng = np.random.default_rng(seed)
     os.makedirs(indir, exist_ok=True)
     for name, shape in wl["inputs"].items():
-        np.save(os.path.join(indir, name + ".npy"), rng.uniform(-1, 1, size=shape).astype(np.float32))
+        x = rng.uniform(-1, 1, size=shape).astype(np.float32)
+        if wl.get("dtype") == "bf16":
+            # Rounded to bf16 (nearest even) for everyone: texc reads the bits, the peers the f32 values.
+            bits = x.view(np.uint32)
+            bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+            np.save(os.path.join(indir, name + ".bf16.npy"), bits.view("V2"))
+            x = (bits.astype(np.uint32) << 16).view(np.float32)
+        np.save(os.path.join(indir, name + ".npy"), x)
 
 
 def run_workload(wl, args, limits, rel, builds, kernels):
@@ -423,7 +453,7 @@ def run_workload(wl, args, limits, rel, builds, kernels):
         texc_out = os.path.join(outdir, "texc", wl["output"] + ".npy")
         if "unavailable" not in r:
             if ref is None:
-                ref = np.load(texc_out).astype(np.float64)
+                ref = load_result(texc_out).astype(np.float64)
                 r["check"] = 0.0
             else:
                 r["check"], bad = compare(ref, texc_out, wl["tol"])
@@ -462,7 +492,7 @@ def run_workload(wl, args, limits, rel, builds, kernels):
             peer_out = os.path.join(outdir, peer + ".npy")
             if "unavailable" not in r and ref is None and os.path.exists(peer_out):
                 # texc did not finish: the first peer's result becomes the reference instead.
-                ref = np.load(peer_out).astype(np.float64)
+                ref = load_result(peer_out).astype(np.float64)
                 r["check"], r["note"] = 0.0, "reference for the check (texc gave no result)"
             elif "unavailable" not in r and ref is not None:
                 r["check"], bad = compare(ref, peer_out, wl["tol"])
@@ -558,7 +588,8 @@ def markdown(rows, wls, meta):
     for wl in wls:
         wrows = [r for r in rows if r["workload"] == wl["name"]]
         unit = "GB/s" if "bytes" in wl else "GFLOP/s"
-        limname = {"add3": "a+b+c bandwidth", "copy": "copy bandwidth", "fma": "FMA peak"}[wl["limit"]]
+        limname = {"add3": "a+b+c bandwidth", "copy": "copy bandwidth", "fma": "FMA peak",
+                   "bf16dot": "bf16 dot peak (2x FMA with AVX512-BF16)"}[wl["limit"]]
         lines += ["### %s" % wl["name"], "",
                   "| implementation | threads | median ms | min ms | %s | of %s | time / texc | check | notes |"
                   % (unit, limname), "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
