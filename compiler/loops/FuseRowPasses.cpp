@@ -29,7 +29,13 @@ bool tryPair(const LoopProgram& p, const Kernel& k, Block& list, size_t l, size_
   const AccUpdate& update = red->body[0].as<AccUpdate>();
   Store& store = row->body[0].as<Store>();
   const Buffer& out = p.buffers[store.buffer];
-  if (out.dtype != k.computeType || store.value.isBool) return false;
+  // The output must give the term back exactly: it holds the compute type, or the term is
+  // already rounded to the output's f16/bf16 (fusion's round node), which the store keeps.
+  const Expr& term = update.value;
+  const bool roundedToOutput = term.kind == ExprKind::Call &&
+                               ((term.builtin == Builtin::RoundBF16 && out.dtype == DType::BF16) ||
+                                (term.builtin == Builtin::RoundF16 && out.dtype == DType::F16));
+  if ((out.dtype != k.computeType && !roundedToOutput) || store.value.isBool) return false;
   // The store's index: plain variables, the row's loop variable exactly once, the reduction's
   // variable nowhere (so it names one element per iteration, the same in both loops).
   int rowVarUses = 0;
@@ -44,7 +50,6 @@ bool tryPair(const LoopProgram& p, const Kernel& k, Block& list, size_t l, size_
     if (touches(list[s], store.buffer)) return false;
 
   // The reduction's term, read with the row's variable, must appear in the stored value.
-  const Expr& term = update.value;
   if (term.kind == ExprKind::Load || term.kind == ExprKind::Const) return false;  // nothing to save
   Expr reload;
   reload.kind = ExprKind::Load;

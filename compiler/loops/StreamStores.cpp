@@ -32,7 +32,6 @@ std::string whyNot(const LoopProgram& p, const Store& st, size_t position, const
                    const std::vector<Access>& loads) {
   const Buffer& b = p.buffers[st.buffer];
   if (b.kind == BufferKind::Local) return "a local buffer";
-  if (b.dtype != DType::F32 && b.dtype != DType::F64) return fmt::format("stored as {} (converted on store)", dtypeName(b.dtype));
   for (const Stmt* e : enclosing)
     if (e->is<Tile>()) return "written in a tile's epilogue";
   if (enclosing.empty() || !enclosing.back()->is<Loop>()) return "not written directly in a loop";
@@ -76,7 +75,7 @@ constexpr int64_t kMaxStagedRowBytes = 64 * 1024;
 bool stageRow(LoopProgram& p, Kernel& k, int buffer, const std::map<int, int64_t>& extents) {
   const Buffer& b = p.buffers[buffer];
   if (b.kind == BufferKind::Local || b.shape.empty()) return false;
-  const int64_t rowBytes = b.shape.back() * dtypeBytes(k.computeType);
+  const int64_t rowBytes = b.shape.back() * dtypeBytes(b.dtype);
   if (rowBytes > kMaxStagedRowBytes) return false;
   std::vector<const Store*> stores;
   std::vector<const Expr*> loads;
@@ -113,7 +112,8 @@ bool stageRow(LoopProgram& p, Kernel& k, int buffer, const std::map<int, int64_t
     if (!sameRow(s->index)) return false;
   for (const Expr* e : loads)
     if (!sameRow(e->index)) return false;
-  const int row = addLocalBuffer(p, b.name + "_row", {b.shape.back()}, k.computeType);
+  // The row keeps the tensor's dtype: an f16/bf16 value read back is the rounded one, as before.
+  const int row = addLocalBuffer(p, b.name + "_row", {b.shape.back()}, b.dtype);
   position = 0;
   forEachStmt(k.body, [&](Stmt& s) {
     if (Expr* v = valueOf(s))
@@ -150,7 +150,7 @@ bool callsTranscendental(const Expr& value) {
 // tensor whose same row an earlier pass of the kernel already read (softmax's max, then exp) is
 // in cache by now: the loop asks for its next row instead (the row's bytes ahead), which the
 // earlier pass of the next row will then find in cache. Returns the prefetched tensors' names.
-std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t bytes) {
+std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t minBytes) {
   std::vector<std::string> names;
   std::vector<std::pair<size_t, const Expr*>> loads;  // every load, with its statement's position
   size_t position = 0;
@@ -175,7 +175,7 @@ std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t 
       forEachLoad(*v, [&](const Expr& e) {
         const Buffer& b = p.buffers[e.buffer];
         const bool contiguous = !e.index.empty() && e.index.back().kind == IndexExpr::Kind::Var && e.index.back().var == l.var;
-        if (b.kind == BufferKind::Local || !contiguous || b.numElements() * dtypeBytes(b.dtype) <= bytes) return;
+        if (b.kind == BufferKind::Local || !contiguous || b.numElements() * dtypeBytes(b.dtype) < minBytes) return;
         for (const Prefetch& f : l.prefetch)
           if (f.buffer == e.buffer) return;
         bool readBefore = false;
@@ -200,6 +200,21 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
   int marked = 0;
   for (Kernel& k : p.kernels) {
     const int markedBefore = marked;
+    // The tensors the kernel reads and writes, together: when they exceed the last-level cache,
+    // an output of at least a quarter of it is evicted before anyone reads it too (a bf16
+    // y = f(x) of 4096 x 4096 moves 32 + 32 MiB).
+    int64_t footprint = 0;
+    {
+      std::vector<bool> touched(p.buffers.size(), false);
+      forEachAccess(
+          k.body, [&](const Expr& e) { touched[e.buffer] = true; }, [&](const Store& s) { touched[s.buffer] = true; });
+      for (size_t b = 0; b < touched.size(); ++b)
+        if (touched[b] && p.buffers[b].kind != BufferKind::Local)
+          footprint += p.buffers[b].numElements() * dtypeBytes(p.buffers[b].dtype);
+    }
+    auto large = [&](int64_t bytes) {
+      return bytes > lastLevelCacheBytes || (4 * bytes >= lastLevelCacheBytes && footprint > lastLevelCacheBytes);
+    };
     // Rows written, read back and overwritten go through a local row first (stageRow).
     std::map<int, int64_t> extents;
     forEachStmt(k.body, [&](const Stmt& s) {
@@ -210,8 +225,7 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
     for (size_t buffer = 0; buffer < stored.size(); ++buffer) {
       // A copy: stageRow appends to p.buffers.
       const Buffer b = p.buffers[buffer];
-      if (stored[buffer] && b.numElements() * dtypeBytes(b.dtype) > lastLevelCacheBytes &&
-          stageRow(p, k, static_cast<int>(buffer), extents))
+      if (stored[buffer] && large(b.numElements() * dtypeBytes(b.dtype)) && stageRow(p, k, static_cast<int>(buffer), extents))
         staged.push_back(b.name);
     }
     // Every load of the kernel with its statement's position, then every store's verdict.
@@ -230,7 +244,7 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
         const Buffer& b = p.buffers[st.buffer];
         const int64_t bytes = b.numElements() * dtypeBytes(b.dtype);
         st.streaming = false;
-        if (bytes > lastLevelCacheBytes) {
+        if (large(bytes)) {
           std::string why = whyNot(p, st, position, enclosing, loads);
           st.streaming = why.empty();
           marked += st.streaming;
@@ -251,7 +265,10 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
         else if (kept.empty()) kept = w;
       }
       if (!note.empty()) note += "; ";
-      const std::string size = fmt::format("{} > {} last-level cache", mib(bytes), mib(lastLevelCacheBytes));
+      const std::string size = bytes > lastLevelCacheBytes
+                                   ? fmt::format("{} > {} last-level cache", mib(bytes), mib(lastLevelCacheBytes))
+                                   : fmt::format("{} of {} the kernel moves > {} last-level cache", mib(bytes), mib(footprint),
+                                                 mib(lastLevelCacheBytes));
       const bool wasStaged = std::find(staged.begin(), staged.end(), b.name) != staged.end();
       if (streamed == static_cast<int>(whys.size()))
         note += fmt::format("{} streamed (non-temporal), {}, written once{}", b.name, size,
@@ -263,7 +280,7 @@ int markStreamingStores(LoopProgram& p, int64_t lastLevelCacheBytes) {
     }
     // Prefetches only where something streams: the kernel moves tensors larger than the cache.
     if (marked > markedBefore) {
-      std::vector<std::string> prefetched = addPrefetches(p, k, lastLevelCacheBytes);
+      std::vector<std::string> prefetched = addPrefetches(p, k, lastLevelCacheBytes / 4);
       std::string names;
       for (const std::string& n : prefetched) names += (names.empty() ? "" : ", ") + n;
       if (!names.empty()) note += fmt::format("; {} prefetched (transcendental arithmetic: compute-bound; the loops say how far)", names);

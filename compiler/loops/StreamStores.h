@@ -7,7 +7,10 @@
 //
 // A store becomes `stream` when all of these hold (the kernel's `# stores:` line says which
 // failed):
-//   * its buffer is a tensor (not a local buffer) of f32 or f64, larger than the last-level cache;
+//   * its buffer is a tensor (not a local buffer), larger than the last-level cache, or at least a
+//     quarter of it when the tensors the kernel reads and writes together exceed the cache (a
+//     bf16 y = f(x) at 4096 x 4096 writes 32 MiB and moves 64); f16/bf16 stores stream too, their
+//     32-byte vectors filling each line in two;
 //   * it sits directly in the innermost loop, marked `vector`, that runs over the buffer's whole
 //     last dimension with unit stride, and a row of that dimension is a multiple of 64 bytes, so
 //     that every vector store is aligned and the stores fill whole lines;
@@ -19,8 +22,8 @@
 //
 // A streaming store whose value calls a transcendental function (exp, tanh, ...) is limited by
 // the arithmetic, not by memory, and the core's out-of-order window, full of that arithmetic,
-// holds too few loads to keep memory busy. Its loads of tensors larger than the last-level cache
-// (contiguous in the vector loop) are then prefetched kPrefetchBytes ahead, so that memory works
+// holds too few loads to keep memory busy. Its loads of tensors of at least a quarter of the
+// last-level cache (contiguous in the vector loop) are then prefetched kPrefetchBytes ahead, so that memory works
 // in parallel with the arithmetic; the `# stores:` line lists them.
 #pragma once
 
