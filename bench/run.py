@@ -86,6 +86,14 @@ def matmul(m, n, k):
                 peers=["openblas", "blis", "eigen", "halide", "numpy", "torch"], tol=1e-4)
 
 
+def bf16_of(wl):
+    """The same memory-bound workload over bf16 tensors (bench/workloads/NAME_bf16.tex): half the
+    bytes; texc alone (with its --math=fast variant), to be read against the f32 row above it."""
+    out = dict(wl, name="bf16 " + wl["name"], tex=wl["tex"] + "_bf16", dtype="bf16", bytes=wl["bytes"] // 2, peers=[],
+               tol=1e-2)
+    return out
+
+
 def matmul_bf16(m, n, k):
     # bf16 in and out: texc reads the inputs as bf16 (.npy `<V2`), the peers the same values in
     # f32 files (exact) and convert them; results are compared in f32, to bf16's precision.
@@ -117,6 +125,7 @@ def attention(n, d=64, causal=True):
 
 
 FULL = [gelu(4096, 4096), gelu(16384, 4096), ediff(1 << 24), softmax(4096, 4096), layernorm(4096, 4096),
+        bf16_of(gelu(4096, 4096)), bf16_of(softmax(4096, 4096)), bf16_of(layernorm(4096, 4096)),
         matmul(256, 256, 256), matmul(512, 512, 512), matmul(1024, 1024, 1024), matmul(2048, 2048, 2048),
         matmul(128, 4096, 4096), matmul_bf16(2048, 2048, 2048), conv(1, 64, 64, 56, 56), conv(8, 64, 128, 28, 28),
         attention(1024), attention(4096), attention(16384),
@@ -142,6 +151,7 @@ PEER_LABEL = {
     "texc materialized": "texc --disable-pass=online-softmax",
 }
 WORKLOAD_ARG = {"gelu": "gelu", "ediff": "ediff", "softmax": "softmax", "layernorm": "layernorm",
+                "gelu_bf16": "gelu_bf16", "softmax_bf16": "softmax_bf16", "layernorm_bf16": "layernorm_bf16",
                 "matmul": "matmul", "matmul_bf16": "matmul_bf16", "conv": "conv", "attention": "attention", "attention_full": "attention_full"}
 
 
