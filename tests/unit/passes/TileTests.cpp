@@ -342,12 +342,17 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   CHECK(s.mr == 6);
   CHECK(s.nr == 16);
   CHECK(s.kc == 512);     // 512 x 16 floats = 32 KiB = L1
-  CHECK(s.mc == 114);     // 256 KiB / 2 KiB = 128 rows, 126 in whole tiles: 9 blocks, evened out
-  // Rows outer would pack B 9 times (4 + 9 x 4 MiB); columns outer packs A once per column block
-  // of 256 (one per thread of 4: 4 + 4 x 4 MiB).
+  // 256 KiB / 2 KiB = 128 rows, 126 in whole tiles: 9 blocks, 12 for the 4 threads, evened out.
+  CHECK(s.mc == 90);
+  // Rows outer would pack B 12 times (4 + 12 x 4 MiB); columns outer packs A once per column
+  // block of 256 (one per thread of 4: 4 + 4 x 4 MiB).
   CHECK(s.columnsOuter);
   CHECK(s.nc == 256);
-  CHECK(s.explanation.find("columns outer: B packed once, A 4x (20.0 MiB copied; rows outer 40.0)") != std::string::npos);
+  CHECK(s.explanation.find("columns outer: B packed once, A 4x (20.0 MiB copied; rows outer 52.0)") != std::string::npos);
+  // One thread: 9 blocks of 114.
+  loops::MachineInfo oneThread = avx2Machine();
+  oneThread.threads = 1;
+  CHECK(loops::chooseTileSchedule(oneThread, 1024, 1024, 1024, {}).mc == 114);
   CHECK(s.explanation.find("B panel 512x16 = 32 KiB <= L1 (32 KiB)") != std::string::npos);
   // The implicit GEMM's B panel gets half of L1, and no k blocks when K fits.
   loops::TileSchedule conv = loops::chooseTileSchedule(avx2Machine(), 64, 3136, 576, {}, true, false);
@@ -395,7 +400,7 @@ TEST_CASE("tile: the schedule rule reads the machine", "[passes][tile]") {
   // No k blocks when the output cannot keep partial sums: A block and B panel share L2.
   loops::TileSchedule noK = loops::chooseTileSchedule(avx2Machine(), 1024, 1024, 1024, {}, false);
   CHECK(noK.kc == 0);
-  CHECK(noK.mc == 78);  // (384 KiB - 64 KiB) / 4 KiB = 80 rows, down to a multiple of 6
+  CHECK(noK.mc == 66);  // (384 KiB - 64 KiB) / 4 KiB = 80 rows, 78 in whole tiles: 14 blocks, 16 for 4 threads
   CHECK(noK.explanation.find("the output cannot hold partial sums") != std::string::npos);
 
   // Small problems: no k blocks when K fits, no more rows per block than C has.
