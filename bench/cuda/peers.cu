@@ -1,11 +1,13 @@
 // peers.cu — the vendor baselines for scripts/cuda-bench.sh, one line each:
 //   copy_gbs <GB/s>          device-to-device copy of 2^26 floats (read + write bytes / time)
 //   sgemm_ms <ms> <TFLOP/s>  cuBLAS SGEMM, 4096^3, fp32 (no tensor-core TF32: CUBLAS_DEFAULT_MATH)
+//   bf16gemm_ms <ms> <TFLOP/s>  cuBLAS cublasGemmEx, 4096^3, bf16 in and out, f32 compute (tensor cores)
 //   convpool_ms <ms>         cuDNN conv 3x3 pad 1 (N=32, C=K=64, 56x56), then 2x2 max pool
 //   softmax_ms <ms>          cuDNN softmax (accurate) over 4096 rows of 4096
 // Every time is the median of 20 runs after warm-up, measured with CUDA events.
 // Build: nvcc -O3 -arch=sm_90 peers.cu -lcublas -lcudnn -o cuda-peers
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
@@ -101,6 +103,27 @@ int main() {
     CHECK_CUDA(cudaFree(a));
     CHECK_CUDA(cudaFree(b));
     CHECK_CUDA(cudaFree(c));
+  }
+  // bf16 GEMM 4096: bf16 A, B and C, f32 accumulation, as texc's tensor-core tile.
+  {
+    int n = 4096;
+    size_t count = size_t(n) * n;
+    std::vector<__nv_bfloat16> host(count, __float2bfloat16(0.5f));
+    __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
+    for (__nv_bfloat16** p : {&a, &b, &c}) {
+      CHECK_CUDA(cudaMalloc(p, count * sizeof(__nv_bfloat16)));
+      CHECK_CUDA(cudaMemcpy(*p, host.data(), count * sizeof(__nv_bfloat16), cudaMemcpyHostToDevice));
+    }
+    cublasHandle_t h;
+    CHECK_CUBLAS(cublasCreate(&h));
+    float one = 1, zero = 0;
+    float ms = medianMs([&] {
+      CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, CUDA_R_16BF, n, a, CUDA_R_16BF, n, &zero, c, CUDA_R_16BF,
+                                n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    });
+    std::printf("bf16gemm_ms %.4f %.2f\n", ms, 2.0 * n * n * double(n) / (ms * 1e-3) / 1e12);
+    CHECK_CUBLAS(cublasDestroy(h));
+    for (__nv_bfloat16* p : {a, b, c}) CHECK_CUDA(cudaFree(p));
   }
   cudnnHandle_t dnn;
   CHECK_CUDNN(cudnnCreate(&dnn));

@@ -306,6 +306,10 @@ struct GpuMapping {
   std::vector<int> rowOperands;
   std::vector<int> colOperands;
   std::vector<int> copies;
+  // tiled-contract on tensor cores: "bf16" or "f16" when the term is the product of one row and
+  // one column operand of that dtype, which the tile multiplies with mma.sync m16n8k16 (f32
+  // accumulation; the operands staged as 16-bit values), else empty.
+  std::string mma;
   // online-tile: `tile` query rows per block (one per thread), the keys in stages of `kStep`
   // through shared memory (docs/cuda.md, "Online softmax").
   // row-block: the most accumulators one combine holds (the shared partials' rows); the phases'

@@ -76,6 +76,56 @@ __device__ __forceinline__ unsigned short texc_bf16_store(float f) {
 }
 __device__ __forceinline__ long long texc_floordiv(long long a, long long c) { long long q = a / c; return (a % c < 0) ? q - 1 : q; }
 __device__ __forceinline__ long long texc_mod(long long a, long long c) { long long r = a % c; return r < 0 ? r + c : r; }
+__device__ __forceinline__ unsigned texc_pair(unsigned short lo, unsigned short hi) { return (unsigned)lo | ((unsigned)hi << 16); }
+#endif
+)";
+
+// Tensor cores (tiledContractionMma), for modules that use them: d += a b on one m16n8k16
+// fragment, through inline PTX. Only in device compilation: the CPU emulation has its own.
+const char* const kMmaPrelude = R"(#ifndef TEXC_CUDA_MMA
+#define TEXC_CUDA_MMA
+#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ >= 800
+__device__ __forceinline__ void texc_mma_bf16(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void texc_mma_f16(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+#else
+// Before sm_80 (no bf16 mma): the same fragment semantics with shuffles and FMAs, so that the
+// program still runs, slowly. Lane 4g + t gathers rows g and g + 8 of A from lanes 4g..4g+3 and
+// columns 2t, 2t + 1 of B from lanes 8t..8t+7.
+__device__ __forceinline__ float texc_half(unsigned h, bool bf16) { return bf16 ? texc_float(h << 16) : texc_f16_load((unsigned short)h); }
+__device__ __forceinline__ void texc_mma_shuffled(float* d, const unsigned* a, unsigned b0, unsigned b1, bool bf16) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  for (int q = 0; q < 4; ++q) {
+    const int from = 4 * g + q;
+    const unsigned ra[4] = {__shfl_sync(0xffffffffu, a[0], from), __shfl_sync(0xffffffffu, a[1], from),
+                            __shfl_sync(0xffffffffu, a[2], from), __shfl_sync(0xffffffffu, a[3], from)};
+    for (int c = 0; c < 2; ++c) {
+      const int col = 8 * t + 4 * c + q;
+      const unsigned rb0 = __shfl_sync(0xffffffffu, b0, col), rb1 = __shfl_sync(0xffffffffu, b1, col);
+      for (int h = 0; h < 2; ++h) {  // k = 2q + h, and 2q + h + 8
+        const float x0 = texc_half(rb0 >> (16 * h) & 0xffffu, bf16), x1 = texc_half(rb1 >> (16 * h) & 0xffffu, bf16);
+        d[c] += texc_half(ra[0] >> (16 * h) & 0xffffu, bf16) * x0 + texc_half(ra[2] >> (16 * h) & 0xffffu, bf16) * x1;
+        d[2 + c] += texc_half(ra[1] >> (16 * h) & 0xffffu, bf16) * x0 + texc_half(ra[3] >> (16 * h) & 0xffffu, bf16) * x1;
+      }
+    }
+  }
+}
+__device__ __forceinline__ void texc_mma_bf16(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  const unsigned a[4] = {a0, a1, a2, a3};
+  texc_mma_shuffled(d, a, b0, b1, true);
+}
+__device__ __forceinline__ void texc_mma_f16(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  const unsigned a[4] = {a0, a1, a2, a3};
+  texc_mma_shuffled(d, a, b0, b1, false);
+}
+#endif
+#endif
 #endif
 )";
 
@@ -779,7 +829,105 @@ class KernelGen {
   // inner = [acc = identity, for k { acc op= term }, (copies), store f(acc)]: a tile x tile block
   // of (i, j) per block of kStep x kStep threads, each thread a regBlock x regBlock register
   // block, k in steps of kStep with the mapping's row and column operands staged in shared memory.
+  // The tiled contraction on tensor cores (GpuMapping::mma): the same tiles, k-steps of 16 and
+  // double-buffered staging as tiledContraction, but the operands are staged as their 16-bit
+  // values and the block's 8 warps, 2 x 4, each compute (tile/2) x (tile/4) outputs as a grid of
+  // 16 x 8 fragments with one mma.sync.m16n8k16 per fragment and k-step (PTX ISA, "Matrix
+  // fragments for mma.m16n8k16"): lane l holds rows l/4 and l/4 + 8 and columns 2(l%4) and
+  // 2(l%4) + 1 of each accumulator fragment, and pairs of k of its A and B fragments.
+  void tiledContractionMma(const Block& inner, std::string& out) const {
+    const int kT = m_.kStep;  // 16, mma's k
+    const int kTile = m_.tile;
+    const int fragsI = kTile / 2 / 16, fragsJ = kTile / 4 / 8;
+    const AccInit& first = inner[0].as<AccInit>();
+    const Loop& kLoop = inner[1].as<Loop>();
+    const AccUpdate& update = kLoop.body[0].as<AccUpdate>();
+    const Loop& li = *lhs_[lhs_.size() - 2];
+    const Loop& lj = *lhs_.back();
+    int64_t I = li.extent, J = lj.extent, K = kLoop.extent;
+    std::vector<const Expr*> loads = gpu::loadsInOrder(update.value);
+    const Expr& aLoad = *loads[m_.rowOperands[0]];
+    const Expr& bLoad = *loads[m_.colOperands[0]];
+    int64_t tilesI = (I + kTile - 1) / kTile, tilesJ = (J + kTile - 1) / kTile;
+    const std::string& ni = varNames_[li.var];
+    const std::string& nj = varNames_[lj.var];
+    const std::string& nk = varNames_[kLoop.var];
+    const int slots = kTile * kT / (kT * kT);
+    // Rows of A padded by 8 halves (16 bytes) and of B too, against bank conflicts between the
+    // fragment loads of the 8 row groups.
+    out += fmt::format("  __shared__ unsigned short tileA[2][{}][{}];  // {} at (i, k), {} bits\n", kTile, kT + 8,
+                       p_.buffers[aLoad.buffer].name, m_.mma);
+    out += fmt::format("  __shared__ unsigned short tileB[2][{}][{}];  // {} at (k, j)\n", kT, kTile + 8, p_.buffers[bLoad.buffer].name);
+    auto raw = [&](const Expr& e) { return fmt::format("{}[{}]", bufferName(e.buffer), offset(e.buffer, e.index)); };
+    auto stage = [&](const std::string& kBase, bool toRegisters, const std::string& buf, int depth) {
+      std::string pad(2 * depth, ' ');
+      out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
+      out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
+      out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + e % {};\n", pad, idx_, ni, kT, nk, kBase, kT);
+      out += fmt::format("{}  {} = ({} < {} && {} < {}) ? {} : (unsigned short)0;\n{}}}\n", pad,
+                         toRegisters ? "nextA[s]" : fmt::format("tileA[{}][e / {}][e % {}]", buf, kT, kT), ni, I, nk, K, raw(aLoad), pad);
+      out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
+      out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
+      out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, kTile, nj, kTile);
+      out += fmt::format("{}  {} = ({} < {} && {} < {}) ? {} : (unsigned short)0;\n{}}}\n", pad,
+                         toRegisters ? "nextB[s]" : fmt::format("tileB[{}][e / {}][e % {}]", buf, kTile, kTile), nk, K, nj, J, raw(bLoad), pad);
+    };
+    out += "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
+    out += fmt::format("  const int g = lane / 4, t = lane % 4, wr = (warp / 4) * {}, wc = (warp % 4) * {};\n", kTile / 2, kTile / 4);
+    out += fmt::format("  for ({} tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n", idx_, m_.work);
+    out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, kTile);
+    out += fmt::format("    const {} row0 = ((tile / {}) % {}) * {};\n", idx_, tilesJ, tilesI, kTile);
+    std::vector<const Loop*> outer(lhs_.begin(), lhs_.end() - 2);
+    if (!outer.empty()) bind(outer, fmt::format("(tile / {})", tilesJ * tilesI), 2, out);
+    out += fmt::format("    float frag[{}][{}][4];\n", fragsI, fragsJ);
+    out += fmt::format("#pragma unroll\n    for (int a = 0; a < {}; ++a)\n#pragma unroll\n      for (int b = 0; b < {}; ++b)\n"
+                       "#pragma unroll\n        for (int e = 0; e < 4; ++e) frag[a][b][e] = 0.0f;\n", fragsI, fragsJ);
+    out += "    // the first k-step into buffer 0\n";
+    stage("0", false, "0", 2);
+    out += "    __syncthreads();\n";
+    out += fmt::format("    for ({} k0 = 0; k0 < {}; k0 += {}) {{\n", idx_, K, kT);
+    out += fmt::format("      const int cur = (int)(k0 / {}) & 1;\n", kT);
+    out += fmt::format("      const bool more = k0 + {} < {};\n", kT, K);
+    out += fmt::format("      unsigned short nextA[{}], nextB[{}];\n", slots, slots);
+    out += "      if (more) {  // the next k-step's operands, into registers\n";
+    stage(fmt::format("(k0 + {})", kT), true, "", 4);
+    out += "      }\n";
+    out += "      // This k-step: the A fragments of the warp's rows, then per column fragment its B fragment\n";
+    out += "      // and one mma per row fragment. Out-of-range k, rows and columns were staged as +0.\n";
+    out += fmt::format("      unsigned fa[{}][4];\n", fragsI);
+    out += fmt::format("#pragma unroll\n      for (int a = 0; a < {}; ++a) {{\n", fragsI);
+    out += "        const unsigned short* r0 = &tileA[cur][wr + 16 * a + g][2 * t];\n";
+    out += fmt::format("        const unsigned short* r8 = r0 + 8 * {};\n", kT + 8);
+    out += "        fa[a][0] = texc_pair(r0[0], r0[1]);\n        fa[a][1] = texc_pair(r8[0], r8[1]);\n";
+    out += "        fa[a][2] = texc_pair(r0[8], r0[9]);\n        fa[a][3] = texc_pair(r8[8], r8[9]);\n      }\n";
+    out += fmt::format("#pragma unroll\n      for (int b = 0; b < {}; ++b) {{\n", fragsJ);
+    out += "        const int c = wc + 8 * b + g;\n";
+    out += "        const unsigned fb0 = texc_pair(tileB[cur][2 * t][c], tileB[cur][2 * t + 1][c]);\n";
+    out += "        const unsigned fb1 = texc_pair(tileB[cur][2 * t + 8][c], tileB[cur][2 * t + 9][c]);\n";
+    out += fmt::format("#pragma unroll\n        for (int a = 0; a < {}; ++a) texc_mma_{}(frag[a][b], fa[a][0], fa[a][1], fa[a][2], fa[a][3], fb0, fb1);\n",
+                       fragsI, m_.mma);
+    out += "      }\n";
+    out += "      if (more) {  // into the buffer nobody reads during this step\n";
+    out += fmt::format("#pragma unroll\n        for (int s = 0; s < {}; ++s) {{\n          const int e = threadIdx.x + {} * s;\n"
+                       "          tileA[cur ^ 1][e / {}][e % {}] = nextA[s];\n          tileB[cur ^ 1][e / {}][e % {}] = nextB[s];\n        }}\n",
+                       slots, kT * kT, kT, kT, kTile, kTile);
+    out += "      }\n";
+    out += "      __syncthreads();  // the next step's buffer is full; this step's may be overwritten\n    }\n";
+    // Each accumulator element at its row and column, in the epilogue.
+    out += fmt::format("#pragma unroll\n    for (int a = 0; a < {}; ++a) {{\n#pragma unroll\n      for (int b = 0; b < {}; ++b) {{\n", fragsI, fragsJ);
+    out += "#pragma unroll\n        for (int e = 0; e < 4; ++e) {\n";
+    out += fmt::format("          const {} {} = row0 + wr + 16 * a + g + 8 * (e / 2);\n", idx_, ni);
+    out += fmt::format("          const {} {} = col0 + wc + 8 * b + 2 * t + e % 2;\n", idx_, nj);
+    out += fmt::format("          if ({} >= {} || {} >= {}) continue;\n", ni, I, nj, J);
+    out += declareAccs(5);
+    out += fmt::format("          acc{} = frag[a][b][e];\n", first.acc);
+    for (int copy : m_.copies) out += fmt::format("          acc{} = frag[a][b][e];  // the same reduction\n", copy);
+    stmt(inner.back(), 5, out);
+    out += "        }\n      }\n    }\n  }\n";
+  }
+
   void tiledContraction(const Block& inner, std::string& out) const {
+    if (!m_.mma.empty()) return tiledContractionMma(inner, out);
     const int kT = m_.kStep;
     const int kR = m_.regBlock;
     const int kTile = m_.tile;
@@ -934,6 +1082,11 @@ CudaModule printCUDA(const loops::LoopProgram& program, const std::string& symbo
   CudaModule m;
   m.source = "// CUDA C generated by texc from the loop IR (docs/cuda.md).\n";
   m.source += loops::kPrelude;
+  for (const loops::Kernel& k : program.kernels)
+    if (!k.gpu->mma.empty()) {
+      m.source += loops::kMmaPrelude;
+      break;
+    }
   m.source += "\n";
   for (const loops::Kernel& k : program.kernels)
     m.kernels.push_back(loops::KernelGen(program, k, symbolPrefix, needsWideIndex(program, k)).run(m.source));

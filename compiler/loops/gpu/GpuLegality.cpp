@@ -111,10 +111,19 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
     return 2 * (static_cast<int64_t>(m.rowOperands.size()) * kT * r * (kT + 1) + static_cast<int64_t>(m.colOperands.size()) * kT * kT * r) *
            dtypeBytes(k.computeType);
   };
-  (void)p;
   m.regBlock = I >= 128 && J >= 128 && sharedBytes(8) <= 48 * 1024 ? 8 : 4;
   if (sharedBytes(m.regBlock) > 48 * 1024) return std::nullopt;
   m.tile = kT * m.regBlock;
+  // Tensor cores: a sum of products of exactly one f16 or bf16 row operand and one column
+  // operand of the same dtype (the products are exact in f32, the sums f32, as on the CUDA
+  // cores); anything else in the term (a scale, a third factor) keeps the scalar tile.
+  const Expr& term = update->value;
+  const DType rowType = p.buffers[loads[m.rowOperands[0]]->buffer].dtype;
+  if (update->reduce == ReduceKind::Sum && loads.size() == 2 && m.rowOperands.size() == 1 && m.colOperands.size() == 1 &&
+      term.kind == ExprKind::Binary && term.binaryOp == BinaryOp::Mul && term.args[0].kind == ExprKind::Load &&
+      term.args[1].kind == ExprKind::Load && k.computeType == DType::F32 && (rowType == DType::BF16 || rowType == DType::F16) &&
+      p.buffers[loads[m.colOperands[0]]->buffer].dtype == rowType)
+    m.mma = rowType == DType::BF16 ? "bf16" : "f16";
   m.tilesI = (I + m.tile - 1) / m.tile;
   m.tilesJ = (J + m.tile - 1) / m.tile;
   int64_t batch = 1;

@@ -67,6 +67,7 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     m.rowOperands = t->rowOperands;
     m.colOperands = t->colOperands;
     m.copies = t->copies;
+    m.mma = t->mma;
     const Loop& li = *shape.lhs[shape.lhs.size() - 2];
     const Loop& lj = *shape.lhs.back();
     const Loop& kLoop = inner[1].as<Loop>();
@@ -76,11 +77,22 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     mark({&lj}, GpuLoop::TileCols);
     for (size_t n = 1; n < inner.size(); n += 2) mark({&inner[n].as<Loop>()}, GpuLoop::Staged);
     int kT = t->kStep;
-    m.notes.push_back(fmt::format("{} → row0 + threadIdx.x/{} + {}*r, r < {} (row0: the {}-row tile of blockIdx.x)", k.varNames[li.var], kT, kT,
-                                  t->regBlock, t->tile));
-    m.notes.push_back(fmt::format("{} → col0 + threadIdx.x%{} + {}*c, c < {} (col0: the {}-column tile of blockIdx.x)", k.varNames[lj.var], kT,
-                                  kT, t->regBlock, t->tile));
+    if (m.mma.empty()) {
+      m.notes.push_back(fmt::format("{} → row0 + threadIdx.x/{} + {}*r, r < {} (row0: the {}-row tile of blockIdx.x)", k.varNames[li.var], kT,
+                                    kT, t->regBlock, t->tile));
+      m.notes.push_back(fmt::format("{} → col0 + threadIdx.x%{} + {}*c, c < {} (col0: the {}-column tile of blockIdx.x)", k.varNames[lj.var],
+                                    kT, kT, t->regBlock, t->tile));
+    } else {
+      m.notes.push_back(fmt::format("{} → row0 + {}*(warp/4) + 16*a + lane/4 (+8), a < {} (row0: the {}-row tile of blockIdx.x)",
+                                    k.varNames[li.var], t->tile / 2, t->tile / 32, t->tile));
+      m.notes.push_back(fmt::format("{} → col0 + {}*(warp%4) + 8*b + 2*(lane%4) (+1), b < {} (col0: the {}-column tile of blockIdx.x)",
+                                    k.varNames[lj.var], t->tile / 4, t->tile / 32, t->tile));
+    }
     m.notes.push_back(fmt::format("{} → k0 + kk, k0 in steps of {} staged through shared memory", k.varNames[kLoop.var], kT));
+    if (!m.mma.empty())
+      m.notes.push_back(fmt::format("tensor cores: {} operands staged as 16-bit values, 8 warps of {}x{} outputs, each a grid of "
+                                    "16x8 mma.sync.m16n8k16 fragments with f32 accumulators",
+                                    m.mma, t->tile / 2, t->tile / 4));
     if (!outer.empty()) {
       std::string names;
       for (const Loop* l : outer) names += (names.empty() ? "" : ", ") + k.varNames[l->var];

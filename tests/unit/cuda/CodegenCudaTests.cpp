@@ -205,6 +205,43 @@ TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with regist
   CHECK(odd.kernels[0].blocks == 4);
 }
 
+TEST_CASE("codegen-cuda: bf16 and f16 contractions run on tensor cores, f32 and mixed ones do not", "[cuda][codegen]") {
+  auto lowp = [](const std::vector<std::string>& defines) {
+    TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "tests" / "e2e" / "lowp_matmul_bf16.tex", defines);
+    std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA, Target::Cuda, FuseMode::All);
+    REQUIRE(c->ok);
+    REQUIRE(c->state.cuda);
+    return *c->state.cuda;
+  };
+  CudaModule m = lowp({"M=130", "N=129", "K=40"});
+  // The contractions: C and G's sum (G.1; F reads C) in bf16, T of bf16 x f16 (not one dtype), H in f16.
+  int mma = 0, tiled = 0;
+  for (const CudaKernel& k : m.kernels) {
+    INFO(k.loopKernel);
+    if (k.strategy != CudaStrategy::TiledContraction) continue;
+    ++tiled;
+    const bool tensor = k.loopKernel != "k3_T";
+    bool noted = false;
+    for (const std::string& n : k.mapping) noted = noted || has(n, "tensor cores:");
+    CHECK(noted == tensor);
+    mma += tensor;
+  }
+  CHECK(tiled == 4);
+  CHECK(mma == 3);
+  CHECK(has(m.source, "__shared__ unsigned short tileA[2][128][24];"));  // 16-bit operands, rows padded by 8
+  CHECK(has(m.source, "__shared__ unsigned short tileB[2][16][136];"));
+  CHECK(has(m.source, "float frag[4][4][4];"));  // 8 warps of 64x32: 4 x 4 fragments of 16x8
+  CHECK(has(m.source, "texc_mma_bf16(frag[a][b], fa[a][0], fa[a][1], fa[a][2], fa[a][3], fb0, fb1);"));
+  CHECK(has(m.source, "texc_mma_f16(frag[a][b]"));
+  CHECK(has(m.source, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+  // Under 128 outputs a side: 64x64 tiles, 2 x 2 fragments per warp.
+  CHECK(has(lowp({"M=70", "N=90", "K=1100"}).source, "float frag[2][2][4];"));
+  // f32 matmul keeps the CUDA-core tile, and its module no tensor-core helpers.
+  CudaModule f32 = generate("matmul.tex");
+  CHECK_FALSE(has(f32.source, "texc_mma_"));
+  CHECK_FALSE(has(f32.source, "mma.sync"));
+}
+
 TEST_CASE("codegen-cuda: matmul + bias + GELU: one tiled kernel with the epilogue on the register block", "[cuda][codegen]") {
   CudaModule m = generate("matmul_bias_gelu.tex");
   REQUIRE(m.kernels.size() == 1);

@@ -141,6 +141,52 @@ T __shfl_down_sync(unsigned, T v, int delta) {
   return texc_emu::exchange(v, (me & 31u) + static_cast<unsigned>(delta) < 32 ? me + delta : me);
 }
 
+// Tensor cores: d += a b on one mma.m16n8k16 fragment per warp (row.col, f32 accumulators), with
+// the PTX ISA's fragment layout: lane l = 4g + t holds A(g, 2t..2t+1) in a0, A(g + 8, ..) in a1,
+// A(g, 2t+8..) in a2, A(g + 8, 2t+8..) in a3, B(2t..2t+1, g) in b0, B(2t+8.., g) in b1, each
+// pair low half first, and D(g, 2t..2t+1), D(g + 8, 2t..2t+1) in d. Every thread of the block
+// calls it together (as with the shuffles): the fragments go through a table around a barrier,
+// then each lane computes its four results from its warp's, summing k in order in f32.
+namespace texc_emu {
+inline uint32_t mmaTable_[kMaxThreads][6];
+inline float half16(uint32_t h, bool bf16) {
+  if (bf16) return __uint_as_float(h << 16);
+  uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  float v = e == 0 ? ldexpf(static_cast<float>(m), -24)
+            : e == 31 ? (m ? __uint_as_float(0x7fffffffu) : __uint_as_float(0x7f800000u))
+                      : ldexpf(static_cast<float>(m | 0x400u), static_cast<int>(e) - 25);
+  return (h >> 15) ? -v : v;
+}
+inline void mma(float* d, const uint32_t (&frag)[6], bool bf16) {
+  unsigned me = threadIdx_.x, warp = me & ~31u;
+  std::memcpy(mmaTable_[me], frag, sizeof frag);
+  barrier();
+  auto a = [&](unsigned r, unsigned k) {
+    uint32_t w = mmaTable_[warp + (r % 8) * 4 + (k % 8) / 2][(r >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
+    return half16(k % 2 ? w >> 16 : w & 0xffffu, bf16);
+  };
+  auto b = [&](unsigned k, unsigned n) {
+    uint32_t w = mmaTable_[warp + n * 4 + (k % 8) / 2][4 + (k >= 8 ? 1 : 0)];
+    return half16(k % 2 ? w >> 16 : w & 0xffffu, bf16);
+  };
+  unsigned g = (me & 31u) / 4, t = (me & 31u) % 4;
+  for (unsigned e = 0; e < 4; ++e) {
+    unsigned r = g + 8 * (e / 2), n = 2 * t + e % 2;
+    float s = d[e];
+    for (unsigned k = 0; k < 16; ++k) s += a(r, k) * b(k, n);
+    d[e] = s;
+  }
+  barrier();  // every lane has read the table before the next call writes it
+}
+}  // namespace texc_emu
+
+inline void texc_mma_bf16(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  texc_emu::mma(d, {a0, a1, a2, a3, b0, b1}, true);
+}
+inline void texc_mma_f16(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  texc_emu::mma(d, {a0, a1, a2, a3, b0, b1}, false);
+}
+
 // Later launches are adversarial (see the top of the file) when `on`.
 extern "C" void texc_emu_set_adversarial(bool on) { texc_emu::adversarial_ = on; }
 

@@ -56,6 +56,9 @@ std::vector<TestProgram> extraPrograms() {
       makeProgram(ex / "attention.tex", {"N=70", "Dh=16"}),
       makeProgram(ex / "attention.tex", {"N=45", "Dh=12"}),  // 4 lanes of 3, 32 rows per block
       makeProgram(ex / "conv_pool.tex", {"N=1", "C=4", "K=3", "H=10", "W=8"}),
+      // Tensor cores (mma.m16n8k16, emulated lane by lane): 128x128 tiles of 8 warps with 4x4
+      // fragments each, tails in every dimension, bf16 and f16 (A B^T).
+      makeProgram(e2e / "lowp_matmul_bf16.tex", {"M=130", "N=129", "K=40"}),
   };
 }
 

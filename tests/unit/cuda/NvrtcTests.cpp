@@ -71,6 +71,39 @@ TEST_CASE("nvrtc: every example and e2e program compiles to PTX that ptxas accep
   CHECK(compiled >= 60);
 }
 
+TEST_CASE("nvrtc: bf16/f16 contractions are mma.sync in the PTX for sm_80 and sm_90, shuffles before", "[cuda][nvrtc]") {
+  std::string why;
+  if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
+  std::string ptxas = findPtxas();
+  if (ptxas.empty()) testsupport::skipUnlessCudaRequired("ptxas not found (CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "tests" / "e2e" / "lowp_matmul_bf16.tex", {"M=130", "N=129", "K=40"});
+  std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA);
+  REQUIRE(c->ok);
+  REQUIRE(c->state.cuda);
+  TempDir tmp;
+  auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  for (const char* arch : {"sm_80", "sm_90", "sm_75"}) {
+    INFO(arch);
+    PtxOptions opts;
+    opts.arch = arch;
+    opts.useCache = false;
+    PtxResult r = compileToPtx(c->state.cuda->source, "texc_program.cu", opts);
+    const bool tensorCores = std::string(arch) != "sm_75";
+    // 16 fragments per k-step in each of C and G's sum (bf16), and H (f16).
+    CHECK(count(r.ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == (tensorCores ? 32 : 0));
+    CHECK(count(r.ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == (tensorCores ? 16 : 0));
+    if (!tensorCores) CHECK(r.ptx.find("shfl.sync") != std::string::npos);
+    fs::path ptx = tmp.path / "lowp.ptx";
+    std::ofstream(ptx) << r.ptx;
+    std::string cmd = fmt::format("'{}' -arch={} '{}' -o /dev/null 2>&1", ptxas, arch, ptx.string());
+    CHECK(std::system(cmd.c_str()) == 0);
+  }
+}
+
 TEST_CASE("nvrtc: compile time of gelu, matmul and conv_pool at their default sizes", "[cuda][nvrtc]") {
   std::string why;
   if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
