@@ -320,6 +320,9 @@ struct GpuMapping {
   // buffers held, the output first when it is.
   int64_t rowWidth = 0;
   std::vector<int> rowRegisters;
+  // ... and read and written as float4: each thread's elements are groups of 4 consecutive ones,
+  // group q at 4 (threadIdx.x + threads q) (every held buffer f32, rows a multiple of 4 wide).
+  bool rowFloat4 = false;
   bool synced = false;
   std::vector<GpuRowSync> sync;
   std::string rowEndBarrier;

@@ -711,16 +711,36 @@ class KernelGen {
     out += fmt::format("  for ({} row = blockIdx.x; row < {}; row += gridDim.x) {{\n", idx_, outputs_);
     bind(lhs_, "row", 2, out);
     out += declareAccs(2);
-    // Rows in registers: element s of a thread's share is e = threadIdx.x + b*s.
-    const int64_t width = m_.rowWidth, perThread = (width + b - 1) / b;
-    const bool ragged = width % b != 0;
-    const std::string col = fmt::format("threadIdx.x + {} * s", b);
+    // Rows in registers: element s of a thread's share is e = threadIdx.x + b*s; as float4, the
+    // groups of 4 consecutive elements: e = 4 (threadIdx.x + b (s/4)) + s%4.
+    const bool vec4 = m_.rowFloat4;
+    const int64_t width = m_.rowWidth, groups = vec4 ? (width / 4 + b - 1) / b : 0;
+    const int64_t perThread = vec4 ? 4 * groups : (width + b - 1) / b;
+    const bool ragged = vec4 ? (width / 4) % b != 0 : width % b != 0;
+    const std::string col = vec4 ? fmt::format("4 * (threadIdx.x + {} * (s / 4)) + s % 4", b) : fmt::format("threadIdx.x + {} * s", b);
+    // Whether element s lies in the row (only tested when ragged).
+    const std::string inside = vec4 ? fmt::format("threadIdx.x + {} * (s / 4) < {}", b, width / 4) : fmt::format("{} < {}", col, width);
+    const std::string group = fmt::format("4 * (threadIdx.x + {} * q)", b);
     for (int buf : m_.rowRegisters) {
       rowRegs_[buf] = bufferName(buf) + "_row";
       out += fmt::format("    {} {}_row[{}];\n", t_, bufferName(buf), perThread);
       if (buf == k_.outputBuffer) continue;
+      if (vec4) {
+        // One 16-byte read-only load per group (ld.global.nc.v4).
+        out += fmt::format("#pragma unroll\n    for (int q = 0; q < {}; ++q) {{  // read once, as float4\n", groups);
+        std::string pad = ragged ? "        " : "      ";
+        if (ragged) out += fmt::format("      if (threadIdx.x + {} * q < {}) {{\n", b, width / 4);
+        out += fmt::format("{}const float4 v = __ldg(reinterpret_cast<const float4*>({} + {}));\n", pad, bufferName(buf), rowOffset(buf, group));
+        out += fmt::format("{}{}_row[4 * q] = v.x; {}_row[4 * q + 1] = v.y; {}_row[4 * q + 2] = v.z; {}_row[4 * q + 3] = v.w;\n", pad,
+                           bufferName(buf), bufferName(buf), bufferName(buf), bufferName(buf));
+        if (ragged)
+          out += fmt::format("      }} else {{\n        {}_row[4 * q] = {}_row[4 * q + 1] = {}_row[4 * q + 2] = {}_row[4 * q + 3] = {};\n      }}\n",
+                             bufferName(buf), bufferName(buf), bufferName(buf), bufferName(buf), literal(0));
+        out += "    }\n";
+        continue;
+      }
       std::string value = loadAt(buf, rowOffset(buf, col));
-      if (ragged) value = fmt::format("{} < {} ? {} : {}", col, width, value, literal(0));
+      if (ragged) value = fmt::format("{} ? {} : {}", inside, value, literal(0));
       out += fmt::format("#pragma unroll\n    for (int s = 0; s < {}; ++s) {}_row[s] = {};  // read once\n", perThread, bufferName(buf), value);
     }
     auto sync = [&](const std::string& why) { out += fmt::format("    __syncthreads();  // {}\n", why); };
@@ -744,7 +764,7 @@ class KernelGen {
         if (width) {
           out += fmt::format("#pragma unroll\n    for (int s = 0; s < {}; ++s) {{\n", perThread);
           out += fmt::format("      const {} e = {};\n", idx_, col);
-          if (ragged) out += fmt::format("      if (e < {}) {{\n", width);
+          if (ragged) out += fmt::format("      if ({}) {{\n", vec4 ? inside : fmt::format("e < {}", width));
           bind(nest, "e", ragged ? 4 : 3, out);
           laneCounter_ = "s";
           for (const Stmt& st : innermostBody(nest)) stmt(st, ragged ? 4 : 3, out);
@@ -783,7 +803,14 @@ class KernelGen {
       butterfly();
       sync("partial is rewritten by the next reduction");
     }
-    if (width && !m_.rowRegisters.empty() && m_.rowRegisters[0] == k_.outputBuffer) {
+    if (width && !m_.rowRegisters.empty() && m_.rowRegisters[0] == k_.outputBuffer && vec4) {
+      const std::string o = bufferName(k_.outputBuffer);
+      out += fmt::format("#pragma unroll\n    for (int q = 0; q < {}; ++q) {{  // the output row, written once, as float4\n", groups);
+      std::string target = fmt::format("*reinterpret_cast<float4*>({} + {}) = make_float4({}_row[4 * q], {}_row[4 * q + 1], {}_row[4 * q + 2], {}_row[4 * q + 3]);",
+                                       o, rowOffset(k_.outputBuffer, group), o, o, o, o);
+      out += ragged ? fmt::format("      if (threadIdx.x + {} * q < {}) {}\n", b, width / 4, target) : "      " + target + "\n";
+      out += "    }\n";
+    } else if (width && !m_.rowRegisters.empty() && m_.rowRegisters[0] == k_.outputBuffer) {
       out += fmt::format("#pragma unroll\n    for (int s = 0; s < {}; ++s) {{  // the output row, written once\n", perThread);
       std::string target = fmt::format("{}[{}] = {};", bufferName(k_.outputBuffer), rowOffset(k_.outputBuffer, col),
                                        storeValue(k_.outputBuffer, bufferName(k_.outputBuffer) + "_row[s]"));

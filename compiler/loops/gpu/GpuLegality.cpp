@@ -193,8 +193,11 @@ void planRowBlockRegisters(const LoopProgram& p, const Kernel& k, const KernelSh
   for (const auto& [b, row] : rowForm)
     if (row && !written[b] && static_cast<int64_t>(held.size() + 1) * perThread <= 64) held.push_back(b);
   if (held.empty()) return;
+  bool float4 = width % 4 == 0;
+  for (int b : held) float4 = float4 && p.buffers[b].dtype == DType::F32 && p.buffers[b].shape.back() % 4 == 0;
   plan.rowWidth = width;
   plan.rowRegisters = std::move(held);
+  plan.rowFloat4 = float4;
 }
 
 }  // namespace

@@ -128,6 +128,10 @@ struct RowPlan {
   // compute type) written once after the last.
   int64_t rowWidth = 0;
   std::vector<int> rowRegisters;  // the output first when it is held
+  // The held rows moved as float4 (GpuMapping::rowFloat4): all held buffers f32, the row width
+  // and every held buffer's last dimension multiples of 4, so that each group of 4 is 16-byte
+  // aligned (buffers are at least 64-byte aligned).
+  bool rowFloat4 = false;
 };
 // Declines (nullopt) where docs/cuda.md says row-block does.
 std::optional<RowPlan> planRowBlock(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o);

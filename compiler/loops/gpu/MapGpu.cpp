@@ -152,6 +152,7 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     m.maxCombined = row->maxReduced;
     m.rowWidth = row->rowWidth;
     m.rowRegisters = row->rowRegisters;
+    m.rowFloat4 = row->rowFloat4;
     m.blocks = std::max<int64_t>(1, std::min<int64_t>(shape.outputs, o.maxBlocks));
     mark(shape.lhs, GpuLoop::Blocks);
     m.notes = flatNotes(k, shape.lhs, "row", "blockIdx.x");
@@ -161,7 +162,9 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
       if (ph.nest.empty()) continue;
       ++phaseNo;
       mark(ph.nest, GpuLoop::Threads);
-      std::string stride = fmt::format("threadIdx.x + {}*s, s < {}", row->threads, (ph.extent + row->threads - 1) / row->threads);
+      std::string stride = row->rowFloat4 ? fmt::format("4*(threadIdx.x + {}*(s/4)) + s%4, s < {}", row->threads,
+                                                        4 * ((ph.extent / 4 + row->threads - 1) / row->threads))
+                                          : fmt::format("threadIdx.x + {}*s, s < {}", row->threads, (ph.extent + row->threads - 1) / row->threads);
       for (const std::string& line : flatNotes(k, ph.nest, "e", stride)) m.notes.push_back(fmt::format("phase {}: {}", phaseNo, line));
       if (ph.nest.size() > 1) m.notes.push_back(fmt::format("phase {}: e = {}", phaseNo, stride));
       std::string what;
@@ -174,8 +177,10 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     if (row->rowWidth) {
       std::string held;
       for (int b : row->rowRegisters) held += (held.empty() ? "" : ", ") + p.buffers[b].name;
-      int64_t per = (row->rowWidth + row->threads - 1) / row->threads;
-      m.notes.push_back(fmt::format("rows in registers: {} ({} per thread, s unrolled){}", held, per,
+      int64_t per = row->rowFloat4 ? 4 * ((row->rowWidth / 4 + row->threads - 1) / row->threads)
+                                   : (row->rowWidth + row->threads - 1) / row->threads;
+      m.notes.push_back(fmt::format("rows in registers: {} ({} per thread, s unrolled{}){}", held, per,
+                                    row->rowFloat4 ? "; read and written as float4, 4 consecutive elements a group" : "",
                                     row->rowRegisters[0] == k.outputBuffer ? "; the output row written once, after the last phase" : ""));
     }
   } else {

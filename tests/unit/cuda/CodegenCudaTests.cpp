@@ -83,18 +83,29 @@ TEST_CASE("codegen-cuda: fused softmax and layernorm are row-block kernels: a bl
     CHECK(k.threads == 256);
     CHECK(k.blocks == 4096);
     CHECK(has(m.source, "__shared__ float partial[1][8];"));
-    // Rows in registers: x read once, 16 elements per thread, y written once after the last phase.
-    CHECK(has(m.source, "for (int s = 0; s < 16; ++s) x_p_row[s] = x_p[4096 * i_ + threadIdx.x + 256 * s];  // read once\n"));
-    CHECK(has(m.source, "      const int e = threadIdx.x + 256 * s;\n"));
-    CHECK(has(m.source, "y_p[4096 * i_ + threadIdx.x + 256 * s] = y_p_row[s];\n"));
+    // Rows in registers: x read once, 16 elements per thread in 4 groups of 4 consecutive ones
+    // (float4, 16-byte loads and stores), y written once after the last phase.
+    CHECK(has(m.source, "const float4 v = __ldg(reinterpret_cast<const float4*>(x_p + 4096 * i_ + 4 * (threadIdx.x + 256 * q)));\n"));
+    CHECK(has(m.source, "      const int e = 4 * (threadIdx.x + 256 * (s / 4)) + s % 4;\n"));
+    CHECK(has(m.source, "*reinterpret_cast<float4*>(y_p + 4096 * i_ + 4 * (threadIdx.x + 256 * q)) = make_float4(y_p_row[4 * q], "
+                        "y_p_row[4 * q + 1], y_p_row[4 * q + 2], y_p_row[4 * q + 3]);\n"));
     CHECK(std::count(k.mapping.begin(), k.mapping.end(),
-                     "rows in registers: y, x (16 per thread, s unrolled); the output row written once, after the last phase") == 1);
+                     "rows in registers: y, x (16 per thread, s unrolled; read and written as float4, 4 consecutive elements a "
+                     "group); the output row written once, after the last phase") == 1);
     CHECK(has(m.source, "acc1 = acc1 + __shfl_xor_sync(0xffffffffu, acc1, o);"));
     CHECK(has(m.source, "acc1 = (threadIdx.x & 31) < 8 ? partial[0][threadIdx.x & 31] : 0.0f;"));
     REQUIRE(k.mapping.size() >= 3);
     CHECK(k.mapping[0] == "i → blockIdx.x");
-    CHECK(std::count(k.mapping.begin(), k.mapping.end(), "phase 3: j → threadIdx.x + 256*s, s < 16") == 1);
+    CHECK(std::count(k.mapping.begin(), k.mapping.end(), "phase 3: j → 4*(threadIdx.x + 256*(s/4)) + s%4, s < 16") == 1);
   }
+  // A row whose width is not a multiple of 4 keeps scalar loads, element s at threadIdx.x + 256 s;
+  // one of 300 (75 groups of 4 over 256 threads) has a ragged last group.
+  CudaModule odd = generate("layernorm.tex", {"R=3", "D=301"});
+  CHECK(has(odd.source, "x_p_row[s] = threadIdx.x + 256 * s < 301 ? x_p[301 * i_ + threadIdx.x + 256 * s] : 0.0f;  // read once"));
+  CHECK_FALSE(has(odd.source, "float4"));
+  CudaModule ragged = generate("layernorm.tex", {"R=3", "D=300"});
+  CHECK(has(ragged.source, "if (threadIdx.x + 256 * q < 75) {"));
+  CHECK(has(ragged.source, "if (threadIdx.x + 256 * (s / 4) < 75) {"));
   CudaModule softmax = generate("softmax.tex");
   CHECK(has(softmax.source, "acc0 = texc_max(acc0, __shfl_xor_sync(0xffffffffu, acc0, o));"));
   // The exp-and-sum loop stores and reduces; the next one reads y after the block's barriers.

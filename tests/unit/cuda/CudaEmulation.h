@@ -41,6 +41,10 @@ struct float4 {
   float x, y, z, w;
 };
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+template <typename T>
+T __ldg(const T* p) {
+  return *p;
+}
 
 struct texc_emu_dim3 {
   unsigned x = 0, y = 1, z = 1;
