@@ -88,9 +88,12 @@ def matmul(m, n, k):
 
 def bf16_of(wl):
     """The same memory-bound workload over bf16 tensors (bench/workloads/NAME_bf16.tex): half the
-    bytes; texc alone (with its --math=fast variant), to be read against the f32 row above it."""
-    out = dict(wl, name="bf16 " + wl["name"], tex=wl["tex"] + "_bf16", dtype="bf16", bytes=wl["bytes"] // 2, peers=[],
-               tol=1e-2)
+    bytes (or, for a contraction, the bf16 dot-product peak as its limit); texc alone (with its --math=fast variant), to be read against the f32 row above it."""
+    out = dict(wl, name="bf16 " + wl["name"], tex=wl["tex"] + "_bf16", dtype="bf16", peers=[], tol=1e-2)
+    if "bytes" in wl:
+        out["bytes"] = wl["bytes"] // 2
+    else:
+        out["limit"] = "bf16dot"  # a contraction: vdpbf16ps where the CPU has it
     return out
 
 
@@ -128,6 +131,7 @@ FULL = [gelu(4096, 4096), gelu(16384, 4096), ediff(1 << 24), softmax(4096, 4096)
         bf16_of(gelu(4096, 4096)), bf16_of(softmax(4096, 4096)), bf16_of(layernorm(4096, 4096)),
         matmul(256, 256, 256), matmul(512, 512, 512), matmul(1024, 1024, 1024), matmul(2048, 2048, 2048),
         matmul(128, 4096, 4096), matmul_bf16(2048, 2048, 2048), conv(1, 64, 64, 56, 56), conv(8, 64, 128, 28, 28),
+        bf16_of(conv(1, 64, 64, 56, 56)),
         attention(1024), attention(4096), attention(16384),
         attention(1024, causal=False), attention(4096, causal=False), attention(16384, causal=False)]
 QUICK = [gelu(1024, 4096), ediff(1 << 22), softmax(1024, 4096), layernorm(1024, 4096),
@@ -152,7 +156,7 @@ PEER_LABEL = {
 }
 WORKLOAD_ARG = {"gelu": "gelu", "ediff": "ediff", "softmax": "softmax", "layernorm": "layernorm",
                 "gelu_bf16": "gelu_bf16", "softmax_bf16": "softmax_bf16", "layernorm_bf16": "layernorm_bf16",
-                "matmul": "matmul", "matmul_bf16": "matmul_bf16", "conv": "conv", "attention": "attention", "attention_full": "attention_full"}
+                "matmul": "matmul", "matmul_bf16": "matmul_bf16", "conv": "conv", "conv_bf16": "conv_bf16", "attention": "attention", "attention_full": "attention_full"}
 
 
 def log(msg):

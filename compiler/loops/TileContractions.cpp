@@ -378,7 +378,7 @@ constexpr int64_t kImplicitGemmStackBytes = 2 << 20;
 //     for kc blocks
 //       pack s1[k in window][j < nc in panels of nr] = I[..] (0 where padded)
 //       for jt: for it: tile mr x nr
-void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const TileSchedule& s) {
+void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const TileSchedule& s, bool bf16Pairs) {
   const Contraction& c = g.c;
   auto newVar = [&](const std::string& name) {
     k.varNames.push_back(name);
@@ -394,8 +394,10 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   const int jt = newVar(k.varNames[c.j] + "_t");
   const int it = newVar(k.varNames[c.i] + "_t");
   const int64_t window = s.kc > 0 ? s.kc : c.K;
-  const int rowScratch = newScratch(rowsPacked * c.K);
-  const int colScratch = newScratch(window * s.nc);
+  // bf16 pairs take one 32-bit scratch element per two k steps.
+  auto units = [&](int64_t steps) { return bf16Pairs ? (steps + 1) / 2 : steps; };
+  const int rowScratch = newScratch(rowsPacked * units(c.K));
+  const int colScratch = newScratch(units(window) * s.nc);
 
   Stmt tile = tileOf(c, s, rowScratch, colScratch, kb);
   Tile& t = tile.as<Tile>();
@@ -404,6 +406,7 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   t.blockCol = affineIndex(s.nr, jt, 0);
   t.blockRow = affineIndex(s.mr, it, 0);
   t.rowPackWhole = true;
+  t.bf16Pairs = bf16Pairs;
   if (kb >= 0 && lowPrecisionOutput(p, c)) {
     // The pixel block's partial sums, all rows (the k blocks are inside the pixel blocks).
     t.sumStride = s.nc;
@@ -414,6 +417,7 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   Stmt colPackStmt = columnPack(tile, colScratch, affineIndex(s.nc, jc, 0), s.nc, s.nr);
   colPackStmt.as<Pack>().padding = g.padding;
   Stmt rowPackStmt = rowPack(tile, rowScratch, IndexExpr::makeConst(0), rowsPacked, /*allOfK=*/true);
+  colPackStmt.as<Pack>().bf16Pairs = rowPackStmt.as<Pack>().bf16Pairs = bf16Pairs;
   Loop rowTiles = makeLoop(it, rowsPacked / s.mr);
   rowTiles.body.push_back(std::move(tile));
   Loop panels = makeLoop(jt, s.nc / s.nr);
@@ -518,7 +522,7 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       s.kc = 0;
       s.nc = (g.c.N + s.nr - 1) / s.nr * s.nr;
       const double matrixMiB = static_cast<double>(g.c.K * s.nc) * 4 / (1 << 20);
-      tileImplicitGemm(p, candidate, g, s);
+      tileImplicitGemm(p, candidate, g, s, false);
       candidate.schedule = fmt::format(
           "{}x{}x{}: C tile {}x{}; im2col (--conv=im2col): the patch matrix {}x{} ({:.1f} MiB) is written whole, then read "
           "back by the GEMM: {:.1f} MiB moved beyond the input, where implicit GEMM packs blocks that stay in cache",
@@ -541,13 +545,21 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       if (best != s.mr) evened = fmt::format("; tiles of {} rows pad fewer rows ({} for {})", best, padded(best), g.c.M);
       s.mr = best;
     }
+    // Both operands bf16 on a CPU with vdpbf16ps: packed as bf16 pairs (see tileContractions),
+    // with k blocks of an even length, so that every window starts at a pair of the weights.
+    const bool pairs = machine.bf16Dot && lowPrecisionName(p, g.c.rowOperand) == "bf16" && lowPrecisionName(p, g.c.colOperand) == "bf16";
     if (s.kc > 0 && !overrides.kc) {
       // Even k blocks: 576 = 3 x 192 rather than 256 + 256 + 64, whose last block pays a tile's
       // fixed costs (partial sums, epilogue) for a quarter of the work.
       const int64_t blocks = (g.c.K + s.kc - 1) / s.kc;
-      const int64_t even = (g.c.K + blocks - 1) / blocks;
+      int64_t even = (g.c.K + blocks - 1) / blocks;
+      if (pairs) even += even % 2;
       if (even != s.kc) evened += fmt::format("; k blocks evened out to {} x {}", blocks, even);
       s.kc = even;
+    }
+    if (pairs && s.kc % 2 != 0) {
+      ++s.kc;
+      evened += fmt::format("; k blocks of {}: an even number of bf16 pairs' halves", s.kc);
     }
     if (!overrides.nc) {
       // Even pixel blocks, in whole panels, as few padded panels as possible: 784 = 7 x 112
@@ -568,9 +580,12 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
     // Both packs live on the stack of each call (the rule keeps the column block small).
     const int64_t rowsPacked = (g.c.M + s.mr - 1) / s.mr * s.mr;
     if ((rowsPacked * g.c.K + (s.kc > 0 ? s.kc : g.c.K) * s.nc) * 4 > kImplicitGemmStackBytes) continue;
-    tileImplicitGemm(p, candidate, g, s);
-    candidate.schedule = s.explanation + evened + "; implicit GEMM: weights packed whole once per call, input packed with its padding as zeros" +
-                         lowPrecisionNote(lowPrecisionName(p, g.c.rowOperand), lowPrecisionName(p, g.c.colOperand), ScheduleOverrides{});
+    tileImplicitGemm(p, candidate, g, s, pairs);
+    candidate.schedule =
+        s.explanation + evened + "; implicit GEMM: weights packed whole once per call, input packed with its padding as zeros" +
+        (pairs ? std::string("; weights and input are bf16 on a CPU with AVX512-BF16: packed as bf16 pairs along k (not widened), two k "
+                             "steps per vdpbf16ps, sums in f32")
+               : lowPrecisionNote(lowPrecisionName(p, g.c.rowOperand), lowPrecisionName(p, g.c.colOperand), ScheduleOverrides{}));
     k = std::move(candidate);
     ++tiled;
   }

@@ -571,10 +571,14 @@ class KernelGen {
   llvm::Value* pairCount(const KBounds& kw) { return b_.CreateSDiv(b_.CreateAdd(b_.CreateSub(kw.end, kw.start), i64(1)), i64(2)); }
 
   // Column pack of bf16 pairs (Pack::bf16Pairs): two rows of W columns each, loaded as 16-bit
-  // lanes and interleaved, so that 32-bit lane c holds (B[k0, j + c], B[k1, j + c]).
+  // lanes and interleaved, so that 32-bit lane c holds (B[k0, j + c], B[k1, j + c]). A padded
+  // pack (implicit GEMM) masks each row's lanes with its own k's conditions; an operand not
+  // contiguous in the column (a strided convolution's input) is gathered.
   void packColumnPairs(const Pack& s) {
     const int64_t panel = s.panel > 0 ? s.panel : s.count;
-    const int64_t w = std::min<int64_t>(laneCount(panel), 16);
+    const bool padded = !s.padding.empty();
+    const bool unit = unitStrideIn(p_.buffers[s.value.buffer], s.value.index, s.var);
+    const int64_t w = std::min<int64_t>(laneCount(panel), padded ? 8 : 16);
     llvm::Value* j0 = index(s.base);
     KBounds kw = kBounds(s.k);
     const int64_t pairs = (kw.length + 1) / 2;
@@ -591,12 +595,24 @@ class KernelGen {
     countedLoop(k_.varNames[s.k.var] + ".pairs", i64(0), pairCount(kw), [&](llvm::Value* q) {
       KPair kp = kPair(kw, q);
       for (int64_t v = 0; v < s.count / w; ++v) {
-        vars_[s.var] = b_.CreateAdd(j0, i64(v * w));
+        llvm::Value* j = b_.CreateAdd(j0, i64(v * w));
         auto row = [&](llvm::Value* k) -> llvm::Value* {
           vars_[s.k.var] = k;
-          llvm::Value* ptr = address(s.value.buffer, s.value.index);
-          if (!masks[v]) return b_.CreateAlignedLoad(halves, ptr, llvm::Align(2));
-          return b_.CreateMaskedLoad(halves, ptr, llvm::Align(2), masks[v], zero);
+          vars_[s.var] = j;
+          llvm::Value* mask = padded ? paddingMask(s, j, w, ragged) : masks[v];
+          if (!unit) {
+            llvm::Value* ptrs = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getPtrTy(), static_cast<unsigned>(w)));
+            for (int64_t l = 0; l < w; ++l) {
+              vars_[s.var] = b_.CreateAdd(j, i64(l));
+              ptrs = b_.CreateInsertElement(ptrs, address(s.value.buffer, s.value.index, /*inBounds=*/false), static_cast<uint64_t>(l));
+            }
+            vars_[s.var] = j;
+            if (!mask) mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), static_cast<unsigned>(w)));
+            return b_.CreateMaskedGather(halves, ptrs, llvm::Align(2), mask, zero);
+          }
+          llvm::Value* ptr = address(s.value.buffer, s.value.index, !padded);
+          if (!mask) return b_.CreateAlignedLoad(halves, ptr, llvm::Align(2));
+          return b_.CreateMaskedLoad(halves, ptr, llvm::Align(2), mask, zero);
         };
         llvm::Value* lo = row(kp.k0);
         llvm::Value* hi = b_.CreateSelect(kp.inside, row(kp.k1), zero);
@@ -738,7 +754,9 @@ class KernelGen {
           col[v] = b_.CreateBitCast(b_.CreateAlignedLoad(words, scratchAt(s.colScratch, at), llvm::Align(64)), pairsType);
         }
         for (int64_t r = 0; r < s.rows; ++r) {
-          llvm::Value* at = b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(q, i64(s.rows)), i64(r)));
+          // A row pack of all of k (implicit GEMM) is read at the window's pairs (its windows start even).
+          llvm::Value* pair = s.rowPackWhole ? b_.CreateAdd(b_.CreateSDiv(kw.start, i64(2)), q) : q;
+          llvm::Value* at = b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(pair, i64(s.rows)), i64(r)));
           llvm::Value* word = b_.CreateAlignedLoad(b_.getInt32Ty(), scratchAt(s.rowScratch, at), llvm::Align(4));
           llvm::Value* a = b_.CreateBitCast(b_.CreateVectorSplat(16, word), pairsType);
           for (int64_t v = 0; v < nvec; ++v) {

@@ -53,11 +53,11 @@ bool convolutionLike(const Value& sum) {
   return false;
 }
 
-// A sum of products of two f32 tensor elements: what the tile pass turns into a tiled kernel
-// (matmul, convolution), when it stays a kernel whose result is stored. `convTiled`: false
-// under --conv=direct, where convolution-like ones stay untiled.
+// A sum of products of two f32, f16 or bf16 tensor elements: what the tile pass turns into a
+// tiled kernel (matmul, convolution), when it stays a kernel whose result is stored.
+// `convTiled`: false under --conv=direct, where convolution-like ones stay untiled.
 bool isTileableContraction(const Value& body, DType dtype, bool convTiled) {
-  if (dtype != DType::F32) return false;
+  if (dtype == DType::F64) return false;
   bool found = false;
   forEachValue(body, [&](const Value& x) {
     if (x.kind != ValueKind::Reduce || x.reduceKind != ReduceKind::Sum) return;

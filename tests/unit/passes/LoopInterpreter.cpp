@@ -210,9 +210,10 @@ class KernelRun {
         for (int64_t k = w.start; k < w.end && t.bf16Pairs; k += 2) {
           // Pairs: both products of a pair, the even k step's first (the odd one may be the +0 pad).
           const int64_t q = (k - w.start) / 2, pairs = (w.length + 1) / 2;
+          // A row pack of all of k holds its pairs from k = 0 (windows start even).
+          const int64_t rowAt = t.rowPackWhole ? blockRow * ((t.k.extent + 1) / 2) + k / 2 * t.rows + r : blockRow * pairs + q * t.rows + r;
           for (int64_t h = 0; h < 2; ++h)
-            acc += scratchHalf(t.rowScratch, blockRow * pairs + q * t.rows + r, h) *
-                   scratchHalf(t.colScratch, blockCol * pairs + q * t.cols + c, h);
+            acc += scratchHalf(t.rowScratch, rowAt, h) * scratchHalf(t.colScratch, blockCol * pairs + q * t.cols + c, h);
         }
         for (int64_t k = w.start; k < w.end && !t.bf16Pairs; ++k) {
           vars_[t.k.var] = k;

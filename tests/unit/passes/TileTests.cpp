@@ -238,6 +238,38 @@ TEST_CASE("tile: convolutions as implicit GEMM compute what the untiled nests co
   }
 }
 
+TEST_CASE("tile: bf16 convolutions on a CPU with vdpbf16ps: padded and strided packs in pairs, k blocks of even length", "[passes][tile][conv]") {
+  loops::MachineInfo m = avx2Machine();  // as a Sapphire Rapids core
+  m.vectorFloats = 16;
+  m.vectorRegisters = 32;
+  m.l2Bytes = 2 << 20;
+  m.bf16Dot = true;
+  const SemanticsCase cases[] = {
+      {"bf16 conv 3x3 pad 1, C=31 (k blocks), 5x7",
+       "input I : bf16[2, 31, 5, 7]\ninput Wt : bf16[7, 31, 3, 3]\n"
+       "output O[n, k, y < 5, x < 7] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n"},
+      {"bf16 conv 3x3 stride 2 pad 1, C=5 (gathered pairs)",
+       "input I : bf16[2, 5, 13, 11]\ninput Wt : bf16[7, 5, 3, 3]\n"
+       "output O[n, k, y < 7, x < 6] = sum(c, r, s: I[n, c, 2 * y + r - 1, 2 * x + s - 1] * Wt[k, c, r, s])\n"},
+  };
+  std::vector<std::pair<std::string, loops::ScheduleOverrides>> scheds;
+  // Pairs need windows of even length; --conv=im2col keeps widening packs.
+  for (auto& [what, o] : convSchedules())
+    if ((!o.kc || *o.kc % 2 == 0) && o.conv != loops::ConvMode::Im2col) scheds.push_back({what, o});
+  for (const SemanticsCase& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      checkTiledMatchesUntiled(c, scheds, 13, m, "two k steps per vdpbf16ps");
+    }
+  }
+  // The rule's k blocks are evened to an even length: 31 x 9 = 279 terms.
+  Lowered l = lower("conv", cases[0].text);
+  loops::LoopProgram tiled = l.loops;
+  REQUIRE(loops::tileContractions(tiled, m, {}) == 1);
+  const std::string printed = loops::printLoopProgram(tiled);
+  INFO(printed);
+  CHECK(printed.find("; bf16 pairs along k") != std::string::npos);
+}
+
 TEST_CASE("tile: the implicit GEMM pads as few rows and pixel panels as it can", "[passes][tile][conv]") {
   // The bench's first shape: 64 output channels are 16 tiles of 4 rows (not 11 of 6 = 66 or 13
   // of 5 = 65), 3136 pixels 28 blocks of 112 (not 25 of 128 = 3200: 4 panels of padding).
