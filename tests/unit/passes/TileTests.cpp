@@ -154,16 +154,22 @@ TEST_CASE("tile: tiled contractions compute what the untiled nests compute", "[p
   }
 }
 
+// A core with AVX512-BF16's vdpbf16ps (as Sapphire Rapids: 32 zmm registers, 2 MiB of L2).
+loops::MachineInfo bf16DotMachine() {
+  loops::MachineInfo m = avx2Machine();
+  m.vectorFloats = 16;
+  m.vectorRegisters = 32;
+  m.l2Bytes = 2 << 20;
+  m.bf16Dot = true;
+  return m;
+}
+
 TEST_CASE("tile: bf16 x bf16 on a CPU with vdpbf16ps: packed in pairs along k, the same sums", "[passes][tile]") {
   // AVX512-BF16 (Cooper Lake, Sapphire Rapids, Zen 4): both packs keep the bf16 bits two k steps
   // to a 32-bit element, an odd window ending in +0; the interpreter reads the pairs back in k
   // order, so the sums are the untiled ones. Odd K, k blocks with odd tails, rows and columns
   // with tails.
-  loops::MachineInfo m = avx2Machine();  // as a Sapphire Rapids core
-  m.vectorFloats = 16;
-  m.vectorRegisters = 32;
-  m.l2Bytes = 2 << 20;
-  m.bf16Dot = true;
+  const loops::MachineInfo m = bf16DotMachine();
   const SemanticsCase cases[] = {
       {"bf16 matmul 13x29x531", "input A : bf16[13, 531]\ninput B : bf16[531, 29]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n"},
       {"bf16 matmul 97x131x61, f32 output",
@@ -239,11 +245,7 @@ TEST_CASE("tile: convolutions as implicit GEMM compute what the untiled nests co
 }
 
 TEST_CASE("tile: bf16 convolutions on a CPU with vdpbf16ps: padded and strided packs in pairs, k blocks of even length", "[passes][tile][conv]") {
-  loops::MachineInfo m = avx2Machine();  // as a Sapphire Rapids core
-  m.vectorFloats = 16;
-  m.vectorRegisters = 32;
-  m.l2Bytes = 2 << 20;
-  m.bf16Dot = true;
+  const loops::MachineInfo m = bf16DotMachine();
   const SemanticsCase cases[] = {
       {"bf16 conv 3x3 pad 1, C=31 (k blocks), 5x7",
        "input I : bf16[2, 31, 5, 7]\ninput Wt : bf16[7, 31, 3, 3]\n"
