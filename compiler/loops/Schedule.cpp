@@ -151,8 +151,8 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
   // threads keep one thread busy for a fifth of the time alone (bf16 matmul 2048, rows outer).
   if (!o.mc) {
     int64_t blocks = (M + mc - 1) / mc;
-    if (T > 1 && blocks > T && blocks % T != 0 && (M + blocks / T * T + T - 1) / (blocks / T * T + T) >= 64)
-      blocks = (blocks + T - 1) / T * T;
+    const int64_t shared = (blocks + T - 1) / T * T;
+    if (T > 1 && blocks > T && (M + shared - 1) / shared >= 64) blocks = shared;
     mc = std::min(mc, ((M + blocks - 1) / blocks + s.mr - 1) / s.mr * s.mr);
   }
   s.mc = mc;

@@ -856,6 +856,16 @@ class KernelGen {
   // inner = [acc = identity, for k { acc op= term }, (copies), store f(acc)]: a tile x tile block
   // of (i, j) per block of kStep x kStep threads, each thread a regBlock x regBlock register
   // block, k in steps of kStep with the mapping's row and column operands staged in shared memory.
+  // The grid-stride loop over a tiled contraction's output tiles (the batch loops outermost, then
+  // rows, then columns): the tile's first row and column, and the batch variables bound.
+  void tileLoopHead(int64_t tilesI, int64_t tilesJ, int kTile, std::string& out) const {
+    out += fmt::format("  for ({} tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n", idx_, m_.work);
+    out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, kTile);
+    out += fmt::format("    const {} row0 = ((tile / {}) % {}) * {};\n", idx_, tilesJ, tilesI, kTile);
+    std::vector<const Loop*> outer(lhs_.begin(), lhs_.end() - 2);
+    if (!outer.empty()) bind(outer, fmt::format("(tile / {})", tilesJ * tilesI), 2, out);
+  }
+
   // The tiled contraction on tensor cores (GpuMapping::mma): the same tiles, k-steps of 16 and
   // double-buffered staging as tiledContraction, but the operands are staged as their 16-bit
   // values and the block's 8 warps, 2 x 4, each compute (tile/2) x (tile/4) outputs as a grid of
@@ -901,11 +911,7 @@ class KernelGen {
     };
     out += "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
     out += fmt::format("  const int g = lane / 4, t = lane % 4, wr = (warp / 4) * {}, wc = (warp % 4) * {};\n", kTile / 2, kTile / 4);
-    out += fmt::format("  for ({} tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n", idx_, m_.work);
-    out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, kTile);
-    out += fmt::format("    const {} row0 = ((tile / {}) % {}) * {};\n", idx_, tilesJ, tilesI, kTile);
-    std::vector<const Loop*> outer(lhs_.begin(), lhs_.end() - 2);
-    if (!outer.empty()) bind(outer, fmt::format("(tile / {})", tilesJ * tilesI), 2, out);
+    tileLoopHead(tilesI, tilesJ, kTile, out);
     out += fmt::format("    float frag[{}][{}][4];\n", fragsI, fragsJ);
     out += fmt::format("#pragma unroll\n    for (int a = 0; a < {}; ++a)\n#pragma unroll\n      for (int b = 0; b < {}; ++b)\n"
                        "#pragma unroll\n        for (int e = 0; e < 4; ++e) frag[a][b][e] = 0.0f;\n", fragsI, fragsJ);
@@ -970,7 +976,6 @@ class KernelGen {
     for (int n : m_.rowOperands) aLoads.push_back(loads[n]);
     for (int n : m_.colOperands) bLoads.push_back(loads[n]);
     int64_t tilesI = (I + kTile - 1) / kTile, tilesJ = (J + kTile - 1) / kTile;
-    int64_t tiles = m_.work;
     const std::string& ni = varNames_[vi];
     const std::string& nj = varNames_[vj];
     const std::string& nk = varNames_[vk];
@@ -1010,11 +1015,7 @@ class KernelGen {
       }
     };
     out += fmt::format("  const int tx = threadIdx.x % {}, ty = threadIdx.x / {};\n", kT, kT);
-    out += fmt::format("  for ({} tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n", idx_, tiles);
-    out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, kTile);
-    out += fmt::format("    const {} row0 = ((tile / {}) % {}) * {};\n", idx_, tilesJ, tilesI, kTile);
-    std::vector<const Loop*> outer(lhs_.begin(), lhs_.end() - 2);
-    if (!outer.empty()) bind(outer, fmt::format("(tile / {})", tilesJ * tilesI), 2, out);
+    tileLoopHead(tilesI, tilesJ, kTile, out);
     out += fmt::format("    {} regs[{}][{}];\n", t_, kR, kR);
     out += fmt::format("#pragma unroll\n    for (int r = 0; r < {}; ++r)\n#pragma unroll\n      for (int c = 0; c < {}; ++c) regs[r][c] = {};\n", kR, kR,
                        identity(kind));

@@ -310,20 +310,27 @@ class KernelGen {
   // without the inbounds promise.
   // An operand that is not contiguous in the column (A B^T: K[j, d]) is gathered lane by lane.
   llvm::Value* columnVector(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask, bool padded = false) {
+    return fromStorage(rawColumnVector(load, j, colVar, w, mask, padded), p_.buffers[load.buffer].dtype);
+  }
+  // The same in the buffer's storage type (f16/bf16 bits unconverted: the bf16-pair packs).
+  llvm::Value* rawColumnVector(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask, bool padded = false) {
     if (load.kind != ExprKind::Load) throw std::logic_error("tile column operand is not a load");
-    if (!unitStrideIn(p_.buffers[load.buffer], load.index, colVar)) return gatherColumnVector(load, j, colVar, w, mask);
+    if (!unitStrideIn(p_.buffers[load.buffer], load.index, colVar)) return rawGather(load, j, colVar, w, mask);
     vars_[colVar] = j;
     llvm::Value* ptr = address(load.buffer, load.index, !padded);
     const DType dtype = p_.buffers[load.buffer].dtype;
     auto* vt = llvm::FixedVectorType::get(storageType(ctx_, dtype), static_cast<unsigned>(w));
     const llvm::Align align(elementAlign(dtype));
-    if (!mask) return fromStorage(b_.CreateAlignedLoad(vt, ptr, align), dtype);
-    return fromStorage(b_.CreateMaskedLoad(vt, ptr, align, mask, llvm::Constant::getNullValue(vt)), dtype);
+    if (!mask) return b_.CreateAlignedLoad(vt, ptr, align);
+    return b_.CreateMaskedLoad(vt, ptr, align, mask, llvm::Constant::getNullValue(vt));
   }
 
   // W column-operand values at columns j .. j+W-1 read one address per lane, for an operand whose
   // address does not step by one element with the column. Lanes outside `mask` are not read.
   llvm::Value* gatherColumnVector(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask) {
+    return fromStorage(rawGather(load, j, colVar, w, mask), p_.buffers[load.buffer].dtype);
+  }
+  llvm::Value* rawGather(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask) {
     const auto n = static_cast<unsigned>(w);
     llvm::Value* ptrs = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getPtrTy(), n));
     for (unsigned l = 0; l < n; ++l) {
@@ -334,7 +341,7 @@ class KernelGen {
     if (!mask) mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
     const DType dtype = p_.buffers[load.buffer].dtype;
     auto* st = llvm::FixedVectorType::get(storageType(ctx_, dtype), n);
-    return fromStorage(b_.CreateMaskedGather(st, ptrs, llvm::Align(elementAlign(dtype)), mask, llvm::Constant::getNullValue(st)), dtype);
+    return b_.CreateMaskedGather(st, ptrs, llvm::Align(elementAlign(dtype)), mask, llvm::Constant::getNullValue(st));
   }
 
   // Whether the element `idx` addresses in `buf` is the next one when `var` grows by one (the
@@ -577,14 +584,12 @@ class KernelGen {
   void packColumnPairs(const Pack& s) {
     const int64_t panel = s.panel > 0 ? s.panel : s.count;
     const bool padded = !s.padding.empty();
-    const bool unit = unitStrideIn(p_.buffers[s.value.buffer], s.value.index, s.var);
     const int64_t w = std::min<int64_t>(laneCount(panel), padded ? 8 : 16);
     llvm::Value* j0 = index(s.base);
     KBounds kw = kBounds(s.k);
     const int64_t pairs = (kw.length + 1) / 2;
     const bool ragged = s.extent % s.count != 0;
-    auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), static_cast<unsigned>(w));
-    llvm::Value* zero = llvm::Constant::getNullValue(halves);
+    llvm::Value* zero = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b_.getInt16Ty(), static_cast<unsigned>(w)));
     std::vector<int> interleave;
     for (int l = 0; l < w; ++l) {
       interleave.push_back(l);
@@ -596,23 +601,9 @@ class KernelGen {
       KPair kp = kPair(kw, q);
       for (int64_t v = 0; v < s.count / w; ++v) {
         llvm::Value* j = b_.CreateAdd(j0, i64(v * w));
-        auto row = [&](llvm::Value* k) -> llvm::Value* {
+        auto row = [&](llvm::Value* k) {
           vars_[s.k.var] = k;
-          vars_[s.var] = j;
-          llvm::Value* mask = padded ? paddingMask(s, j, w, ragged) : masks[v];
-          if (!unit) {
-            llvm::Value* ptrs = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getPtrTy(), static_cast<unsigned>(w)));
-            for (int64_t l = 0; l < w; ++l) {
-              vars_[s.var] = b_.CreateAdd(j, i64(l));
-              ptrs = b_.CreateInsertElement(ptrs, address(s.value.buffer, s.value.index, /*inBounds=*/false), static_cast<uint64_t>(l));
-            }
-            vars_[s.var] = j;
-            if (!mask) mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), static_cast<unsigned>(w)));
-            return b_.CreateMaskedGather(halves, ptrs, llvm::Align(2), mask, zero);
-          }
-          llvm::Value* ptr = address(s.value.buffer, s.value.index, !padded);
-          if (!mask) return b_.CreateAlignedLoad(halves, ptr, llvm::Align(2));
-          return b_.CreateMaskedLoad(halves, ptr, llvm::Align(2), mask, zero);
+          return rawColumnVector(s.value, j, s.var, w, padded ? paddingMask(s, j, w, ragged) : masks[v], padded);
         };
         llvm::Value* lo = row(kp.k0);
         llvm::Value* hi = b_.CreateSelect(kp.inside, row(kp.k1), zero);
@@ -705,7 +696,7 @@ class KernelGen {
       // The next tile down will start from its C rows: ask for them now, so that they come
       // from L1 then instead of stalling its first FMAs.
       llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::prefetch, {b_.getPtrTy()});
-      for (int64_t r = 0; s.sumScratch < 0 && r < s.rows; ++r) {
+      for (int64_t r = 0; r < (s.sumScratch < 0 ? s.rows : 0); ++r) {  // scratch partial sums are in cache
         const Store& st = s.epilogue[0].as<Store>();
         vars_[s.rowVar] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, i64(s.rows + r)), i64(s.rowExtent - 1));
         for (int64_t v = 0; v < nvec; v += std::max<int64_t>(1, 16 / w)) {
@@ -753,9 +744,9 @@ class KernelGen {
           llvm::Value* at = b_.CreateAdd(b_.CreateAdd(colPanel, b_.CreateMul(q, i64(s.cols))), i64(v * w));
           col[v] = b_.CreateBitCast(b_.CreateAlignedLoad(words, scratchAt(s.colScratch, at), llvm::Align(64)), pairsType);
         }
+        // A row pack of all of k (implicit GEMM) is read at the window's pairs (its windows start even).
+        llvm::Value* pair = s.rowPackWhole ? b_.CreateAdd(b_.CreateSDiv(kw.start, i64(2)), q) : q;
         for (int64_t r = 0; r < s.rows; ++r) {
-          // A row pack of all of k (implicit GEMM) is read at the window's pairs (its windows start even).
-          llvm::Value* pair = s.rowPackWhole ? b_.CreateAdd(b_.CreateSDiv(kw.start, i64(2)), q) : q;
           llvm::Value* at = b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(pair, i64(s.rows)), i64(r)));
           llvm::Value* word = b_.CreateAlignedLoad(b_.getInt32Ty(), scratchAt(s.rowScratch, at), llvm::Align(4));
           llvm::Value* a = b_.CreateBitCast(b_.CreateVectorSplat(16, word), pairsType);
