@@ -93,6 +93,9 @@ struct Loop {
   bool parallel = false;
   bool vectorize = false;
   bool scalar = false;
+  // Vectors the LLVM vectorizer keeps in flight per iteration of a vector loop
+  // (llvm.loop.interleave.count); 0 leaves it to LLVM's cost model (interleave-loops).
+  int interleave = 0;
   Block body;
   GpuLoop gpu = GpuLoop::None;  // map-gpu (CUDA pipeline only)
   std::vector<Prefetch> prefetch = {};  // stream-stores (CPU pipeline only)

@@ -73,8 +73,9 @@ struct Printer {
         std::string prefetch;
         for (const Prefetch& f : l.prefetch)
           prefetch += fmt::format("{} {} +{} B", prefetch.empty() ? "  # prefetch" : ",", p.buffers[f.buffer].name, f.bytes);
-        out += fmt::format("{}for {} < {}{}{}{}{}{}\n", pad, k.varNames[l.var], l.extent, l.parallel ? " parallel" : "",
-                           l.vectorize ? " vector" : l.scalar ? " scalar" : "", l.gpu == GpuLoop::None ? "" : " ", gpuLoopName(l.gpu),
+        const std::string interleave = l.interleave > 0 ? fmt::format(" interleave {}", l.interleave) : "";
+        out += fmt::format("{}for {} < {}{}{}{}{}{}{}\n", pad, k.varNames[l.var], l.extent, l.parallel ? " parallel" : "",
+                           l.vectorize ? " vector" : l.scalar ? " scalar" : "", interleave, l.gpu == GpuLoop::None ? "" : " ", gpuLoopName(l.gpu),
                            prefetch);
         block(l.body, depth + 1);
         break;
@@ -384,6 +385,8 @@ void checkLoopMarks(const Kernel& k, int64_t& found, int& count, std::vector<std
     const Loop* l = s.getIf<Loop>();
     if (l && l->vectorize && l->scalar)
       problems.push_back(fmt::format("kernel {}: loop {} is marked both vector and scalar", k.name, name(l->var)));
+    if (l && l->interleave != 0 && (!l->vectorize || l->interleave < 1))
+      problems.push_back(fmt::format("kernel {}: loop {} interleaves {} vectors but is not a vector loop", k.name, name(l->var), l->interleave));
     if (l && l->parallel) {
       if (!enclosing.empty()) problems.push_back(fmt::format("kernel {}: parallel loop {} below the kernel's top level", k.name, name(l->var)));
       else if (++count == 1) found = l->extent;

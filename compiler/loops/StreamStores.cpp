@@ -134,17 +134,6 @@ bool stageRow(LoopProgram& p, Kernel& k, int buffer, const std::map<int, int64_t
   return true;
 }
 
-bool callsTranscendental(const Expr& value) {
-  bool found = false;
-  forEachExprNode(value, [&](const Expr& e) {
-    found = found || (e.kind == ExprKind::Call &&
-                      (e.builtin == Builtin::Exp || e.builtin == Builtin::Log || e.builtin == Builtin::Tanh ||
-                       e.builtin == Builtin::Sigmoid || e.builtin == Builtin::Erf || e.builtin == Builtin::Sin ||
-                       e.builtin == Builtin::Cos || e.builtin == Builtin::Pow));
-  });
-  return found;
-}
-
 // Prefetches for the innermost vector loops of a kernel that streams a store and whose bodies call
 // a transcendental function: every tensor larger than `bytes` the body reads contiguously. A
 // tensor whose same row an earlier pass of the kernel already read (softmax's max, then exp) is

@@ -192,4 +192,15 @@ bool loadsFrom(const Expr& e, int buffer) {
   return found;
 }
 
+bool callsTranscendental(const Expr& e) {
+  bool found = false;
+  forEachExprNode(e, [&](const Expr& n) {
+    found = found || (n.kind == ExprKind::Call &&
+                      (n.builtin == Builtin::Exp || n.builtin == Builtin::Log || n.builtin == Builtin::Tanh ||
+                       n.builtin == Builtin::Sigmoid || n.builtin == Builtin::Erf || n.builtin == Builtin::Sin ||
+                       n.builtin == Builtin::Cos || n.builtin == Builtin::Pow));
+  });
+  return found;
+}
+
 }  // namespace texc::loops

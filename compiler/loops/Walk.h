@@ -83,4 +83,8 @@ std::vector<int> boundVars(const Stmt& s);
 // Whether `e` loads from `buffer` (at any depth).
 bool loadsFrom(const Expr& e, int buffer);
 
+// Whether `e` calls a transcendental function (exp, log, tanh, sigmoid, erf, sin, cos, pow): a
+// long chain of dependent arithmetic per element (stream-stores, interleave-loops).
+bool callsTranscendental(const Expr& e);
+
 }  // namespace texc::loops

@@ -126,6 +126,9 @@ const Slot kPipeline[] = {
     // on the final loop nests, whose stores it marks; codegen-llvm reads the marks
     {"stream-stores", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "the GPU's stores have no non-temporal form here"); }},
+    // on the final loop nests, whose vector loops it marks; codegen-llvm reads the marks
+    {"interleave-loops", "cpu target",
+     [](const PipelineOptions& o) { return cudaTarget(o, "a GPU thread runs one element; its latency is hidden by other warps"); }},
     // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
     {"plan-memory", "memory plan on (--no-plan turns it off)",
      [](const PipelineOptions& o) -> std::string {

@@ -249,13 +249,15 @@ class KernelGen {
 
   // A loop's marks, passed on to LLVM's loop vectorizer as loop metadata: `vector` on a loop
   // with no loop inside is llvm.loop.vectorize.enable (widen it if legal, whatever the cost
-  // model thinks of the profit); `scalar` is vectorize.width 1 and interleave.count 1 (one
-  // element per iteration, as written). A `vector` loop holding a reduction's loop (a row sum
-  // over rows) gets no hint: LLVM widens inner loops only, here the reduction's. Without a
-  // mark, the vectorizer decides.
+  // model thinks of the profit), plus interleave.count where interleave-loops chose one;
+  // `scalar` is vectorize.width 1 and interleave.count 1 (one element per iteration, as
+  // written). A `vector` loop holding a reduction's loop (a row sum over rows) gets no hint: LLVM
+  // widens inner loops only, here the reduction's. Without a mark, the vectorizer decides.
   void markLoop(llvm::BranchInst* latch, const Loop& l) {
     if (!(l.vectorize && !holdsLoop(l.body)) && !l.scalar) return;
-    if (l.vectorize) setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue())});
+    if (l.vectorize && l.interleave > 0)
+      setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.interleave.count", b_.getInt32(l.interleave))});
+    else if (l.vectorize) setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue())});
     else setLoopHints(latch, {loopHint("llvm.loop.vectorize.width", b_.getInt32(1)), loopHint("llvm.loop.interleave.count", b_.getInt32(1))});
   }
 

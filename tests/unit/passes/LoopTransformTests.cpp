@@ -370,7 +370,7 @@ TEST_CASE("loop transforms: parallel and vectorize marks", "[passes][transforms]
   }
 }
 
-TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent agree, vector and scalar exclude each other", "[passes][transforms]") {
+TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent agree, vector and scalar exclude each other, only vector loops interleave", "[passes][transforms]") {
   Lowered l = lower(kElementwise);
   CHECK(loops::verifyLoopProgram(l.loops).empty());
   loops::LoopProgram p = l.loops;
@@ -382,6 +382,12 @@ TEST_CASE("loop IR verifier: the parallel mark and the kernel's parallel extent 
   loops::LoopProgram both = l.loops;
   loops::perfectNest(both.kernels[0].body[0])[1]->scalar = true;  // j is already vector
   CHECK(loops::verifyLoopProgram(both) == std::vector<std::string>{"kernel k0_Y: loop j is marked both vector and scalar"});
+  // Interleaving (interleave-loops) is a count of vectors: only on a vector loop.
+  loops::LoopProgram interleaved = l.loops;
+  loops::perfectNest(interleaved.kernels[0].body[0])[1]->interleave = 4;
+  CHECK(loops::verifyLoopProgram(interleaved).empty());
+  loops::perfectNest(interleaved.kernels[0].body[0])[0]->interleave = 2;  // i is not a vector loop
+  CHECK(loops::verifyLoopProgram(interleaved) == std::vector<std::string>{"kernel k0_Y: loop i interleaves 2 vectors but is not a vector loop"});
 }
 
 TEST_CASE("loop transforms: the block loops around a tiled kernel's packs and tiles", "[passes][transforms]") {
