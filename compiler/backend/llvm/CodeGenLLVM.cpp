@@ -918,15 +918,32 @@ class KernelGen {
     return convert(b_.CreateBitCast(bits, v->getType()->getWithNewType(b_.getFloatTy())), to);
   }
 
+  // The f32 bits of `f` (a float) rounded to bf16 (nearest, ties to even), low half still to be
+  // cleared: adding 0x7FFF, or 0x8000 when the kept half's last bit is set, carries into the kept
+  // half exactly when rounding goes up. No shifts, which share pipes with the FMAs on some cores:
+  // the bit test is a mask compare and the choice of addend a blend. A NaN gets the quiet bit
+  // instead, so that no carry turns it into an infinity.
+  llvm::Value* bf16RoundedBits(llvm::Value* f) {
+    llvm::Type* i32 = f->getType()->getWithNewType(b_.getInt32Ty());
+    auto k = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+    llvm::Value* bits = b_.CreateBitCast(f, i32);
+    llvm::Value* lastKeptSet = b_.CreateICmpNE(b_.CreateAnd(bits, k(0x10000)), k(0));
+    llvm::Value* rounded = b_.CreateAdd(bits, b_.CreateSelect(lastKeptSet, k(0x8000), k(0x7FFF)));
+    return b_.CreateSelect(b_.CreateFCmpUNO(f, f), b_.CreateOr(bits, k(0x400000)), rounded);
+  }
+
   llvm::Value* toStorage(llvm::Value* v, DType t) {
     if (t != DType::BF16) return convert(v, storageType(ctx_, t));
     llvm::Value* f = convert(v, b_.getFloatTy());
-    llvm::Value* bits = b_.CreateBitCast(f, b_.getInt32Ty());
-    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
-    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(b_.getInt32(0x7FFF), lsb)), 16);
-    llvm::Value* quietNaN = b_.CreateOr(b_.CreateLShr(bits, 16), 0x40);
-    llvm::Value* isNaN = b_.CreateFCmpUNO(f, f);
-    return b_.CreateTrunc(b_.CreateSelect(isNaN, quietNaN, rounded), b_.getInt16Ty());
+    return b_.CreateTrunc(b_.CreateLShr(bf16RoundedBits(f), 16), b_.getInt16Ty());
+  }
+
+  // A value rounded to bf16 and widened back (a fused bf16 producer's rounding), without the
+  // 16-bit round trip: the rounded bits with the low half cleared.
+  llvm::Value* roundThroughBf16(llvm::Value* v) {
+    llvm::Value* f = convert(v, b_.getFloatTy());
+    llvm::Value* bits = b_.CreateAnd(bf16RoundedBits(f), llvm::ConstantInt::get(f->getType()->getWithNewType(b_.getInt32Ty()), 0xFFFF0000u));
+    return convert(b_.CreateBitCast(bits, f->getType()), v->getType());
   }
 
   llvm::Value* index(const IndexExpr& ix) {
@@ -1118,7 +1135,7 @@ class KernelGen {
       case Builtin::Select: return b_.CreateSelect(a[0], a[1], a[2]);
       // A fused f16/bf16 producer's rounding: a store and a load of that type (expr is scalar).
       case Builtin::RoundF16: return fromStorage(toStorage(a[0], DType::F16), DType::F16);
-      case Builtin::RoundBF16: return fromStorage(toStorage(a[0], DType::BF16), DType::BF16);
+      case Builtin::RoundBF16: return roundThroughBf16(a[0]);
       default: break;
     }
     MathFn fn;
