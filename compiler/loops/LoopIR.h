@@ -313,6 +313,10 @@ struct GpuMapping {
   // one column operand of that dtype, which the tile multiplies with mma.sync m16n8k16 (f32
   // accumulation; the operands staged as 16-bit values), else empty.
   std::string mma;
+  // tiled-contract without tensor cores: the operands go from global to shared memory with
+  // cp.async (sm_80+; a plain copy before), the next k-step's copies in flight during this
+  // step's arithmetic, when every staged operand is stored in the compute type.
+  bool asyncCopy = false;
   // online-tile: `tile` query rows per block (one per thread), the keys in stages of `kStep`
   // through shared memory (docs/cuda.md, "Online softmax").
   // row-block: the most accumulators one combine holds (the shared partials' rows); the phases'

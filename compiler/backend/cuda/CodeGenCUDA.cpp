@@ -129,6 +129,37 @@ __device__ __forceinline__ void texc_mma_f16(float* d, unsigned a0, unsigned a1,
 #endif
 )";
 
+// Asynchronous copies from global to shared memory (tiledContraction with asyncCopy), for modules
+// that use them. From sm_80 on, cp.async: the copy goes around the registers, and a source size
+// of 0 fills the destination with zeros (an operand element outside the tensor). Before sm_80 a
+// plain copy, finished at once. Only in device compilation: the CPU emulation has its own, which
+// holds the copies back until the wait, as the hardware may.
+const char* const kCpAsyncPrelude = R"(#ifndef TEXC_CUDA_CP_ASYNC
+#define TEXC_CUDA_CP_ASYNC
+#if defined(__CUDA_ARCH__)
+template <typename T>
+__device__ __forceinline__ void texc_cp_async(T* smem, const T* gmem, bool valid) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned to = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(to), "l"(gmem), "n"(sizeof(T)), "r"(valid ? (int)sizeof(T) : 0));
+#else
+  *smem = valid ? *gmem : (T)0;
+#endif
+}
+__device__ __forceinline__ void texc_cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+__device__ __forceinline__ void texc_cp_async_wait_all() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+#endif
+#endif
+)";
+
 bool isIdentifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   for (char ch : s)
@@ -982,8 +1013,9 @@ class KernelGen {
     std::string a = fmt::format("acc{}", first.acc);
     ReduceKind kind = first.reduce;
     // Two shared buffers per operand: while the threads compute on one k-step, the next step's
-    // operands are loaded into registers and stored into the other buffer, so one barrier per
-    // step suffices and the global loads overlap the arithmetic.
+    // operands travel into the other buffer, so one barrier per step suffices and the global loads
+    // overlap the arithmetic. With asyncCopy they go by cp.async, straight into shared memory;
+    // otherwise they are loaded into registers during the step and stored after it.
     LoadMap staged;
     for (size_t n = 0; n < aLoads.size(); ++n) {
       out += fmt::format("  __shared__ {} tileA{}[2][{}][{}];  // {} at (i, k), padded against bank conflicts\n", t_, n, kTile, kT + 1,
@@ -1014,42 +1046,82 @@ class KernelGen {
         out += fmt::format("{}  {} = ({} < {} && {} < {}) ? {} : {};\n{}}}\n", pad, dest, nk, K, nj, J, load(*bLoads[n]), literal(0), pad);
       }
     };
+    // The same with asyncCopy: each element one cp.async into buffer `buf`, zeros out of range
+    // (the source then the buffer's start, never read).
+    auto stageAsync = [&](const std::string& kBase, const std::string& buf, int depth) {
+      std::string pad(2 * depth, ' ');
+      auto copy = [&](const Expr& e, const std::string& dest, const std::string& ok) {
+        out += fmt::format("{}  const bool ok = {};\n", pad, ok);
+        out += fmt::format("{}  texc_cp_async(&{}, ok ? &{} : {}, ok);\n{}}}\n", pad, dest, load(e), bufferName(e.buffer), pad);
+      };
+      for (size_t n = 0; n < aLoads.size(); ++n) {
+        out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
+        out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
+        out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + e % {};\n", pad, idx_, ni, kT, nk, kBase, kT);
+        copy(*aLoads[n], fmt::format("tileA{}[{}][e / {}][e % {}]", n, buf, kT, kT), fmt::format("({} < {} && {} < {})", ni, I, nk, K));
+      }
+      for (size_t n = 0; n < bLoads.size(); ++n) {
+        out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
+        out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
+        out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, kTile, nj, kTile);
+        copy(*bLoads[n], fmt::format("tileB{}[{}][e / {}][e % {}]", n, buf, kTile, kTile), fmt::format("({} < {} && {} < {})", nk, K, nj, J));
+      }
+      out += fmt::format("{}texc_cp_async_commit();\n", pad);
+    };
     out += fmt::format("  const int tx = threadIdx.x % {}, ty = threadIdx.x / {};\n", kT, kT);
     tileLoopHead(tilesI, tilesJ, kTile, out);
     out += fmt::format("    {} regs[{}][{}];\n", t_, kR, kR);
     out += fmt::format("#pragma unroll\n    for (int r = 0; r < {}; ++r)\n#pragma unroll\n      for (int c = 0; c < {}; ++c) regs[r][c] = {};\n", kR, kR,
                        identity(kind));
-    out += "    // the first k-step into buffer 0\n";
-    stage("0", false, "0", 2);
-    out += "    __syncthreads();\n";
-    out += fmt::format("    for ({} k0 = 0; k0 < {}; k0 += {}) {{\n", idx_, K, kT);
-    out += fmt::format("      const int cur = (int)(k0 / {}) & 1;\n", kT);
-    out += fmt::format("      const bool more = k0 + {} < {};\n", kT, K);
-    for (size_t n = 0; n < aLoads.size(); ++n) out += fmt::format("      {} nextA{}[{}];\n", t_, n, slots);
-    for (size_t n = 0; n < bLoads.size(); ++n) out += fmt::format("      {} nextB{}[{}];\n", t_, n, slots);
-    out += "      if (more) {  // the next k-step's operands, into registers\n";
-    stage(fmt::format("(k0 + {})", kT), true, "", 4);
-    out += "      }\n";
-    out += fmt::format("#pragma unroll\n      for (int kk = 0; kk < {}; ++kk) {{\n", kT);
-    if (K % kT != 0) out += fmt::format("        if (k0 + kk >= {}) break;\n", K);
-    out += fmt::format("        const {} {} = k0 + kk;\n", idx_, nk);
-    out += fmt::format("#pragma unroll\n        for (int r = 0; r < {}; ++r) {{\n", kR);
-    out += fmt::format("          const {} {} = row0 + ty + {} * r;\n", idx_, ni, kT);
-    out += fmt::format("#pragma unroll\n          for (int c = 0; c < {}; ++c) {{\n", kR);
-    out += fmt::format("            const {} {} = col0 + tx + {} * c;\n", idx_, nj, kT);
-    out += fmt::format("            regs[r][c] = {};\n", combine(kind, "regs[r][c]", expr(update.value, staged)));
-    out += "          }\n        }\n      }\n";
-    out += "      if (more) {  // into the buffer nobody reads during this step\n";
-    for (size_t n = 0; n < aLoads.size(); ++n)
-      out += fmt::format("#pragma unroll\n        for (int s = 0; s < {}; ++s) {{\n          const int e = threadIdx.x + {} * s;\n"
-                         "          tileA{}[cur ^ 1][e / {}][e % {}] = nextA{}[s];\n        }}\n",
-                         slots, kT * kT, n, kT, kT, n);
-    for (size_t n = 0; n < bLoads.size(); ++n)
-      out += fmt::format("#pragma unroll\n        for (int s = 0; s < {}; ++s) {{\n          const int e = threadIdx.x + {} * s;\n"
-                         "          tileB{}[cur ^ 1][e / {}][e % {}] = nextB{}[s];\n        }}\n",
-                         slots, kT * kT, n, kTile, kTile, n);
-    out += "      }\n";
-    out += "      __syncthreads();  // the next step's buffer is full; this step's may be overwritten\n    }\n";
+    auto computeStep = [&]() {
+      out += fmt::format("#pragma unroll\n      for (int kk = 0; kk < {}; ++kk) {{\n", kT);
+      if (K % kT != 0) out += fmt::format("        if (k0 + kk >= {}) break;\n", K);
+      out += fmt::format("        const {} {} = k0 + kk;\n", idx_, nk);
+      out += fmt::format("#pragma unroll\n        for (int r = 0; r < {}; ++r) {{\n", kR);
+      out += fmt::format("          const {} {} = row0 + ty + {} * r;\n", idx_, ni, kT);
+      out += fmt::format("#pragma unroll\n          for (int c = 0; c < {}; ++c) {{\n", kR);
+      out += fmt::format("            const {} {} = col0 + tx + {} * c;\n", idx_, nj, kT);
+      out += fmt::format("            regs[r][c] = {};\n", combine(kind, "regs[r][c]", expr(update.value, staged)));
+      out += "          }\n        }\n      }\n";
+    };
+    if (m_.asyncCopy) {
+      out += "    // the first k-step's copies, into buffer 0\n";
+      stageAsync("0", "0", 2);
+      out += fmt::format("    for ({} k0 = 0; k0 < {}; k0 += {}) {{\n", idx_, K, kT);
+      out += fmt::format("      const int cur = (int)(k0 / {}) & 1;\n", kT);
+      out += "      texc_cp_async_wait_all();  // this thread's copies of this step have landed\n";
+      out += "      __syncthreads();  // everyone's have, and everyone is done with the other buffer\n";
+      out += fmt::format("      if (k0 + {} < {}) {{  // the next step's copies, in flight during this step\n", kT, K);
+      stageAsync(fmt::format("(k0 + {})", kT), "cur ^ 1", 4);
+      out += "      }\n";
+      computeStep();
+      out += "    }\n";
+      out += "    __syncthreads();  // the next tile's first copies go into buffers still being read\n";
+    } else {
+      out += "    // the first k-step into buffer 0\n";
+      stage("0", false, "0", 2);
+      out += "    __syncthreads();\n";
+      out += fmt::format("    for ({} k0 = 0; k0 < {}; k0 += {}) {{\n", idx_, K, kT);
+      out += fmt::format("      const int cur = (int)(k0 / {}) & 1;\n", kT);
+      out += fmt::format("      const bool more = k0 + {} < {};\n", kT, K);
+      for (size_t n = 0; n < aLoads.size(); ++n) out += fmt::format("      {} nextA{}[{}];\n", t_, n, slots);
+      for (size_t n = 0; n < bLoads.size(); ++n) out += fmt::format("      {} nextB{}[{}];\n", t_, n, slots);
+      out += "      if (more) {  // the next k-step's operands, into registers\n";
+      stage(fmt::format("(k0 + {})", kT), true, "", 4);
+      out += "      }\n";
+      computeStep();
+      out += "      if (more) {  // into the buffer nobody reads during this step\n";
+      for (size_t n = 0; n < aLoads.size(); ++n)
+        out += fmt::format("#pragma unroll\n        for (int s = 0; s < {}; ++s) {{\n          const int e = threadIdx.x + {} * s;\n"
+                           "          tileA{}[cur ^ 1][e / {}][e % {}] = nextA{}[s];\n        }}\n",
+                           slots, kT * kT, n, kT, kT, n);
+      for (size_t n = 0; n < bLoads.size(); ++n)
+        out += fmt::format("#pragma unroll\n        for (int s = 0; s < {}; ++s) {{\n          const int e = threadIdx.x + {} * s;\n"
+                           "          tileB{}[cur ^ 1][e / {}][e % {}] = nextB{}[s];\n        }}\n",
+                           slots, kT * kT, n, kTile, kTile, n);
+      out += "      }\n";
+      out += "      __syncthreads();  // the next step's buffer is full; this step's may be overwritten\n    }\n";
+    }
     // Unrolled, so that regs stays in registers (a loop indexing it would put it in local memory).
     out += fmt::format("#pragma unroll\n    for (int r = 0; r < {}; ++r) {{\n", kR);
     out += fmt::format("      const {} {} = row0 + ty + {} * r;\n", idx_, ni, kT);
@@ -1113,6 +1185,11 @@ CudaModule printCUDA(const loops::LoopProgram& program, const std::string& symbo
   for (const loops::Kernel& k : program.kernels)
     if (!k.gpu->mma.empty()) {
       m.source += loops::kMmaPrelude;
+      break;
+    }
+  for (const loops::Kernel& k : program.kernels)
+    if (k.gpu->asyncCopy) {
+      m.source += loops::kCpAsyncPrelude;
       break;
     }
   m.source += "\n";

@@ -124,6 +124,13 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
       term.args[1].kind == ExprKind::Load && k.computeType == DType::F32 && (rowType == DType::BF16 || rowType == DType::F16) &&
       p.buffers[loads[m.colOperands[0]]->buffer].dtype == rowType)
     m.mma = rowType == DType::BF16 ? "bf16" : "f16";
+  // cp.async copies bytes: the scalar tile stages with it when every staged operand is stored
+  // in the compute type (f32 or f64: 4- or 8-byte copies), so that nothing needs converting.
+  if (m.mma.empty()) {
+    m.asyncCopy = true;
+    for (const std::vector<int>* side : {&m.rowOperands, &m.colOperands})
+      for (int n : *side) m.asyncCopy = m.asyncCopy && p.buffers[loads[n]->buffer].dtype == k.computeType;
+  }
   m.tilesI = (I + m.tile - 1) / m.tile;
   m.tilesJ = (J + m.tile - 1) / m.tile;
   int64_t batch = 1;

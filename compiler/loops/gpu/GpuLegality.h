@@ -48,6 +48,7 @@ struct TiledMatch {
   std::vector<int> copies;                    // accumulators of the repeated reductions
   int64_t tilesI = 0, tilesJ = 0, tiles = 0;
   std::string mma;  // "bf16" or "f16": the product on tensor cores (GpuMapping::mma)
+  bool asyncCopy = false;  // staged with cp.async (GpuMapping::asyncCopy)
 };
 std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
 

@@ -68,6 +68,7 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     m.colOperands = t->colOperands;
     m.copies = t->copies;
     m.mma = t->mma;
+    m.asyncCopy = t->asyncCopy;
     const Loop& li = *shape.lhs[shape.lhs.size() - 2];
     const Loop& lj = *shape.lhs.back();
     const Loop& kLoop = inner[1].as<Loop>();
@@ -88,7 +89,10 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
       m.notes.push_back(fmt::format("{} → col0 + {}*(warp%4) + 8*b + 2*(lane%4) (+1), b < {} (col0: the {}-column tile of blockIdx.x)",
                                     k.varNames[lj.var], t->tile / 4, t->tile / 32, t->tile));
     }
-    m.notes.push_back(fmt::format("{} → k0 + kk, k0 in steps of {} staged through shared memory", k.varNames[kLoop.var], kT));
+    m.notes.push_back(fmt::format("{} → k0 + kk, k0 in steps of {} staged through shared memory{}", k.varNames[kLoop.var], kT,
+                                  m.asyncCopy ? " by cp.async (sm_80+), two buffers: the next step's copies in flight during this step's "
+                                                "arithmetic"
+                                              : ", two buffers: the next step's operands loaded into registers during this step's arithmetic"));
     if (!m.mma.empty())
       m.notes.push_back(fmt::format("tensor cores: {} operands staged as 16-bit values, 8 warps of {}x{} outputs, each a grid of "
                                     "16x8 mma.sync.m16n8k16 fragments with f32 accumulators",

@@ -205,7 +205,16 @@ TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with regist
   CHECK(k.blocks == (512 / 128) * (384 / 128));
   CHECK(has(m.source, "__shared__ float tileA0[2][128][17];"));  // double-buffered
   CHECK(has(m.source, "__shared__ float tileB0[2][16][128];"));
-  CHECK(has(m.source, "tileA0[cur ^ 1][e / 16][e % 16] = nextA0[s];"));
+  // f32 operands in f32: staged by cp.async, the next step's copies issued before this step's
+  // arithmetic, waited for (and a barrier) before the next.
+  CHECK(has(m.source, "texc_cp_async(&tileA0[cur ^ 1][e / 16][e % 16], ok ? &A_p[256 * i_ + k_] : A_p, ok);"));
+  CHECK(has(m.source, "texc_cp_async(&tileB0[0][e / 128][e % 128], ok ? &B_p[384 * k_ + j_] : B_p, ok);"));
+  CHECK(has(m.source, "texc_cp_async_wait_all();"));
+  CHECK(has(m.source, "cp.async.ca.shared.global"));
+  CHECK_FALSE(has(m.source, "nextA0"));
+  bool noted = false;
+  for (const std::string& n : k.mapping) noted = noted || has(n, "by cp.async (sm_80+)");
+  CHECK(noted);
   CHECK(has(m.source, "regs[8][8]"));
   // K = 256 is a multiple of the k-step: no tail check.
   CHECK_FALSE(has(m.source, "if (k0 + kk >= 256) break;"));
@@ -232,9 +241,13 @@ TEST_CASE("codegen-cuda: bf16 and f16 contractions run on tensor cores, f32 and 
     if (k.strategy != CudaStrategy::TiledContraction) continue;
     ++tiled;
     const bool tensor = k.loopKernel != "k3_T";
-    bool noted = false;
-    for (const std::string& n : k.mapping) noted = noted || has(n, "tensor cores:");
+    bool noted = false, async = false;
+    for (const std::string& n : k.mapping) {
+      noted = noted || has(n, "tensor cores:");
+      async = async || has(n, "cp.async");
+    }
     CHECK(noted == tensor);
+    CHECK_FALSE(async);  // 16-bit operands widened to f32 on the way (or staged as 16-bit values): no byte copies
     mma += tensor;
   }
   CHECK(tiled == 4);
@@ -245,6 +258,7 @@ TEST_CASE("codegen-cuda: bf16 and f16 contractions run on tensor cores, f32 and 
   CHECK(has(m.source, "texc_mma_bf16(frag[a][b], fa[a][0], fa[a][1], fa[a][2], fa[a][3], fb0, fb1);"));
   CHECK(has(m.source, "texc_mma_f16(frag[a][b]"));
   CHECK(has(m.source, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+  CHECK(has(m.source, "tileA0[cur ^ 1][e / 16][e % 16] = nextA0[s];"));  // T's operands through registers
   // Under 128 outputs a side: 64x64 tiles, 2 x 2 fragments per warp.
   CHECK(has(lowp({"M=70", "N=90", "K=1100"}).source, "float frag[2][2][4];"));
   // f32 matmul keeps the CUDA-core tile, and its module no tensor-core helpers.

@@ -121,6 +121,31 @@ T exchange(T v, unsigned src) {
 
 inline void __syncthreads() { texc_emu::barrier(); }
 
+// cp.async (texc's texc_cp_async, texc_cp_async_commit, texc_cp_async_wait_all): each thread's
+// copies are held back until its wait, as the hardware may hold them, so that a kernel reading a
+// staged buffer before its wait and barrier reads what was there before (zeros, or NaN in an
+// adversarial launch) and fails its test.
+namespace texc_emu {
+struct PendingCopy {
+  void* to;
+  const void* from;  // null: fill with zeros
+  size_t bytes;
+};
+inline std::vector<PendingCopy> pendingCopies_[kMaxThreads];
+}  // namespace texc_emu
+template <typename T>
+void texc_cp_async(T* smem, const T* gmem, bool valid) {
+  texc_emu::pendingCopies_[texc_emu::threadIdx_.x].push_back({smem, valid ? gmem : nullptr, sizeof(T)});
+}
+inline void texc_cp_async_commit() {}
+inline void texc_cp_async_wait_all() {
+  for (const texc_emu::PendingCopy& c : texc_emu::pendingCopies_[texc_emu::threadIdx_.x]) {
+    if (c.from) std::memcpy(c.to, c.from, c.bytes);
+    else std::memset(c.to, 0, c.bytes);
+  }
+  texc_emu::pendingCopies_[texc_emu::threadIdx_.x].clear();
+}
+
 // The bit casts texc's CUDA C spells infinities and NaNs with.
 inline float __uint_as_float(unsigned x) {
   float f;
@@ -220,6 +245,7 @@ extern "C" void texc_emu_launch(void (*kernel)(void* const*), void* const* args,
   for (unsigned b = 0; b < blocks; ++b) {
     blockIdx_.x = nth(b, blocks);
     resetShared();
+    for (unsigned t = 0; t < threads; ++t) pendingCopies_[t].clear();  // a copy never waited for lands nowhere
     for (unsigned t = 0; t < threads; ++t) {
       Fiber& f = fibers_[t];
       if (f.stack.empty()) f.stack.resize(kStackBytes);

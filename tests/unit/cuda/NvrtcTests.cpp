@@ -104,6 +104,33 @@ TEST_CASE("nvrtc: bf16/f16 contractions are mma.sync in the PTX for sm_80 and sm
   }
 }
 
+TEST_CASE("nvrtc: f32 matmul stages its tiles with cp.async for sm_80 and sm_90, plain copies before", "[cuda][nvrtc]") {
+  std::string why;
+  if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
+  std::string ptxas = findPtxas();
+  if (ptxas.empty()) testsupport::skipUnlessCudaRequired("ptxas not found (CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
+  std::unique_ptr<Compilation> c = compileTo(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex", {}), Stage::CUDA);
+  REQUIRE(c->ok);
+  REQUIRE(c->state.cuda);
+  TempDir tmp;
+  for (const char* arch : {"sm_80", "sm_90", "sm_75"}) {
+    INFO(arch);
+    PtxOptions opts;
+    opts.arch = arch;
+    opts.useCache = false;
+    PtxResult r = compileToPtx(c->state.cuda->source, "texc_program.cu", opts);
+    const bool async = std::string(arch) != "sm_75";
+    // 8 copies of A and 8 of B per thread and k-step, zero-filled where the source size is 0.
+    CHECK((r.ptx.find("cp.async.ca.shared.global") != std::string::npos) == async);
+    CHECK((r.ptx.find("cp.async.wait_group 0") != std::string::npos) == async);
+    CHECK((r.ptx.find("cp.async.commit_group") != std::string::npos) == async);
+    fs::path ptx = tmp.path / "matmul.ptx";
+    std::ofstream(ptx) << r.ptx;
+    std::string cmd = fmt::format("'{}' -arch={} '{}' -o /dev/null 2>&1", ptxas, arch, ptx.string());
+    CHECK(std::system(cmd.c_str()) == 0);
+  }
+}
+
 TEST_CASE("nvrtc: compile time of gelu, matmul and conv_pool at their default sizes", "[cuda][nvrtc]") {
   std::string why;
   if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
