@@ -494,9 +494,9 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
                              : "; B is not contiguous in j (A B^T): the pack gathers it into panels";
       // Both operands bf16 on a CPU with vdpbf16ps: the packs keep the bf16 bits in pairs along
       // k and the micro-kernel multiplies pairs, at twice the products per instruction of f32
-      // FMAs. Exact products, sums in f32, as the f32 path; only a gathered B (A B^T) is not
-      // packed in pairs yet.
-      const bool pairs = machine.bf16Dot && rowLow == "bf16" && colLow == "bf16" && c.colContiguous && s.pack && s.packA;
+      // FMAs. Exact products, sums in f32, as the f32 path. A gathered B (A B^T) has its pairs
+      // side by side in memory: one 32-bit gather per vector of columns.
+      const bool pairs = machine.bf16Dot && rowLow == "bf16" && colLow == "bf16" && s.pack && s.packA;
       if (pairs)
         s.explanation += "; A and B are bf16 on a CPU with AVX512-BF16: packed as bf16 pairs along k (not widened), two k steps "
                          "per vdpbf16ps, sums in f32";

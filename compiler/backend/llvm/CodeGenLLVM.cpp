@@ -586,6 +586,9 @@ class KernelGen {
   void packColumnPairs(const Pack& s) {
     const int64_t panel = s.panel > 0 ? s.panel : s.count;
     const bool padded = !s.padding.empty();
+    const loops::Buffer& buf = p_.buffers[s.value.buffer];
+    if (!padded && !unitStrideIn(buf, s.value.index, s.var) && unitStrideIn(buf, s.value.index, s.k.var))
+      return packColumnPairsAlongK(s, panel);
     const int64_t w = std::min<int64_t>(laneCount(panel), padded ? 8 : 16);
     llvm::Value* j0 = index(s.base);
     KBounds kw = kBounds(s.k);
@@ -614,6 +617,57 @@ class KernelGen {
         b_.CreateAlignedStore(b_.CreateShuffleVector(lo, hi, interleave), scratchAt(s.scratch, at), llvm::Align(4));
       }
     });
+    vars_[s.k.var] = vars_[s.var] = nullptr;
+  }
+
+  // The column pack of bf16 pairs for an operand whose k runs along memory (A B^T: B[j, k]):
+  // each pair (B[j, k0], B[j, k0 + 1]) is one 32-bit word in memory already, so W columns' pairs
+  // are one 32-bit gather (2-byte aligned; x86 gathers take any alignment). An odd last k of the
+  // window is a 16-bit gather with a zero high half, so that nothing past the window is read.
+  void packColumnPairsAlongK(const Pack& s, int64_t panel) {
+    const int64_t w = std::min<int64_t>(laneCount(panel), 16);
+    const auto n = static_cast<unsigned>(w);
+    llvm::Value* j0 = index(s.base);
+    KBounds kw = kBounds(s.k);
+    const int64_t pairs = (kw.length + 1) / 2;
+    const bool ragged = s.extent % s.count != 0;
+    auto* words = llvm::FixedVectorType::get(b_.getInt32Ty(), n);
+    auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), n);
+    std::vector<llvm::Value*> masks(s.count / w, nullptr);
+    for (int64_t v = 0; v < s.count / w; ++v)
+      masks[v] = ragged ? laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.extent) : llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
+    auto lanePointers = [&](llvm::Value* j) {
+      llvm::Value* ptrs = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getPtrTy(), n));
+      for (unsigned l = 0; l < n; ++l) {
+        vars_[s.var] = b_.CreateAdd(j, i64(l));
+        ptrs = b_.CreateInsertElement(ptrs, address(s.value.buffer, s.value.index, /*inBounds=*/false), static_cast<uint64_t>(l));
+      }
+      return ptrs;
+    };
+    // Pair q of every W columns: `gather` gives its words, stored where the micro-kernel reads them.
+    auto storePairs = [&](llvm::Value* q, auto gather) {
+      vars_[s.k.var] = b_.CreateAdd(kw.start, b_.CreateMul(q, i64(2)));
+      for (int64_t v = 0; v < s.count / w; ++v) {
+        const int64_t c = v * w;
+        llvm::Value* at = b_.CreateAdd(b_.CreateMul(q, i64(panel)), i64((c / panel) * panel * pairs + c % panel));
+        b_.CreateAlignedStore(gather(lanePointers(b_.CreateAdd(j0, i64(c))), masks[v]), scratchAt(s.scratch, at), llvm::Align(4));
+      }
+    };
+    llvm::Value* length = b_.CreateSub(kw.end, kw.start);
+    countedLoop(k_.varNames[s.k.var] + ".pairs", i64(0), b_.CreateSDiv(length, i64(2)), [&](llvm::Value* q) {
+      storePairs(q, [&](llvm::Value* ptrs, llvm::Value* mask) {
+        return b_.CreateMaskedGather(words, ptrs, llvm::Align(2), mask, llvm::Constant::getNullValue(words));
+      });
+    });
+    auto* odd = llvm::BasicBlock::Create(ctx_, "pairs.odd", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "pairs.done", fn_);
+    b_.CreateCondBr(b_.CreateICmpNE(b_.CreateSRem(length, i64(2)), i64(0)), odd, done);
+    b_.SetInsertPoint(odd);
+    storePairs(b_.CreateSDiv(length, i64(2)), [&](llvm::Value* ptrs, llvm::Value* mask) {
+      return b_.CreateZExt(b_.CreateMaskedGather(halves, ptrs, llvm::Align(2), mask, llvm::Constant::getNullValue(halves)), words);
+    });
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
     vars_[s.k.var] = vars_[s.var] = nullptr;
   }
 
