@@ -435,7 +435,10 @@ class KernelGen {
 
   // A column pack whose operand is gathered (A B^T: K[j, d]), panel by panel: the P columns of a
   // panel are P rows of K, read along k, so each k step touches P rows instead of every row of
-  // the block (at 512 columns, 512 rows 4 KiB apart: a TLB miss per element).
+  // the block (at 512 columns, 512 rows 4 KiB apart: a TLB miss per element). When k runs along
+  // memory (K[j, d] itself), W columns' next W values of k are W vector loads (one per column)
+  // transposed in registers; the k steps left over, and operands strided in k too, are gathered
+  // one vector per k step. Columns past the extent read the last column and are zeroed after.
   void packGathered(const Pack& s) {
     const int64_t panel = s.panel > 0 ? s.panel : s.count;
     const int64_t w = std::min<int64_t>(laneCount(panel), 16);
@@ -447,7 +450,33 @@ class KernelGen {
       std::vector<llvm::Value*> masks(panel / w, nullptr);
       for (int64_t v = 0; ragged && v < panel / w; ++v) masks[v] = laneMask(b_.CreateAdd(first, i64(v * w)), w, s.extent);
       llvm::Value* base = b_.CreateMul(t, i64(panel * kw.length));
-      countedLoop(k_.varNames[s.k.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
+      llvm::Value* gatheredFrom = kw.start;
+      const loops::Buffer& buf = p_.buffers[s.value.buffer];
+      if (unitStrideIn(buf, s.value.index, s.k.var)) {
+        auto* rowType = llvm::FixedVectorType::get(storageType(ctx_, buf.dtype), static_cast<unsigned>(w));
+        llvm::Value* squares = b_.CreateSDiv(b_.CreateSub(kw.end, kw.start), i64(w));
+        countedLoop(k_.varNames[s.k.var] + ".squares", i64(0), squares, [&](llvm::Value* q) {
+          llvm::Value* k0 = b_.CreateAdd(kw.start, b_.CreateMul(q, i64(w)));
+          llvm::Value* row = b_.CreateAdd(base, b_.CreateMul(b_.CreateSub(k0, kw.start), i64(panel)));
+          for (int64_t v = 0; v < panel / w; ++v) {
+            std::vector<llvm::Value*> rows;
+            for (int64_t l = 0; l < w; ++l) {
+              llvm::Value* j = b_.CreateAdd(first, i64(v * w + l));
+              vars_[s.var] = ragged ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, j, i64(s.extent - 1)) : j;
+              vars_[s.k.var] = k0;
+              rows.push_back(fromStorage(b_.CreateAlignedLoad(rowType, address(s.value.buffer, s.value.index), llvm::Align(elementAlign(buf.dtype))),
+                                         buf.dtype));
+            }
+            std::vector<llvm::Value*> cols = transposeSquare(std::move(rows));
+            for (int64_t u = 0; u < w; ++u) {
+              llvm::Value* col = masks[v] ? b_.CreateSelect(masks[v], cols[u], llvm::Constant::getNullValue(cols[u]->getType())) : cols[u];
+              b_.CreateAlignedStore(col, scratchAt(s.scratch, b_.CreateAdd(row, i64(u * panel + v * w))), llvm::Align(4 * w));
+            }
+          }
+        });
+        gatheredFrom = b_.CreateAdd(kw.start, b_.CreateMul(squares, i64(w)));
+      }
+      countedLoop(k_.varNames[s.k.var] + ".pack", gatheredFrom, kw.end, [&](llvm::Value* k) {
         vars_[s.k.var] = k;
         llvm::Value* row = b_.CreateAdd(base, b_.CreateMul(b_.CreateSub(k, kw.start), i64(panel)));
         for (int64_t v = 0; v < panel / w; ++v) {
@@ -620,10 +649,33 @@ class KernelGen {
     vars_[s.k.var] = vars_[s.var] = nullptr;
   }
 
+  // The transpose of a square of W vectors of W lanes (W a power of two): log2(W) rounds of
+  // zipping vector i with vector i + W/2 (its low halves interleaved, then its high halves), each
+  // round W two-source shuffles (vpunpck*/vpermt2d).
+  std::vector<llvm::Value*> transposeSquare(std::vector<llvm::Value*> rows) {
+    const int w = static_cast<int>(rows.size());
+    std::vector<int> lo, hi;
+    for (int l = 0; l < w / 2; ++l) {
+      lo.insert(lo.end(), {l, l + w});
+      hi.insert(hi.end(), {l + w / 2, l + w / 2 + w});
+    }
+    for (int round = 1; round < w; round *= 2) {
+      std::vector<llvm::Value*> next(rows.size());
+      for (int i = 0; i < w / 2; ++i) {
+        next[2 * i] = b_.CreateShuffleVector(rows[i], rows[i + w / 2], lo);
+        next[2 * i + 1] = b_.CreateShuffleVector(rows[i], rows[i + w / 2], hi);
+      }
+      rows = std::move(next);
+    }
+    return rows;
+  }
+
   // The column pack of bf16 pairs for an operand whose k runs along memory (A B^T: B[j, k]):
-  // each pair (B[j, k0], B[j, k0 + 1]) is one 32-bit word in memory already, so W columns' pairs
-  // are one 32-bit gather (2-byte aligned; x86 gathers take any alignment). An odd last k of the
-  // window is a 16-bit gather with a zero high half, so that nothing past the window is read.
+  // each pair (B[j, k0], B[j, k0 + 1]) is one 32-bit word in memory already. W columns' next W
+  // pairs are W vector loads along k (one per column, 2-byte aligned) transposed in registers;
+  // the pairs left over are one 32-bit gather per W columns (x86 gathers take any alignment), and
+  // an odd last k of the window a 16-bit gather with a zero high half, so that nothing past the
+  // window is read. Columns past the extent read the last column's row and are zeroed after.
   void packColumnPairsAlongK(const Pack& s, int64_t panel) {
     const int64_t w = std::min<int64_t>(laneCount(panel), 16);
     const auto n = static_cast<unsigned>(w);
@@ -654,7 +706,27 @@ class KernelGen {
       }
     };
     llvm::Value* length = b_.CreateSub(kw.end, kw.start);
-    countedLoop(k_.varNames[s.k.var] + ".pairs", i64(0), b_.CreateSDiv(length, i64(2)), [&](llvm::Value* q) {
+    llvm::Value* squares = b_.CreateSDiv(length, i64(2 * w));
+    countedLoop(k_.varNames[s.k.var] + ".squares", i64(0), squares, [&](llvm::Value* t) {
+      llvm::Value* q0 = b_.CreateMul(t, i64(w));
+      vars_[s.k.var] = b_.CreateAdd(kw.start, b_.CreateMul(q0, i64(2)));
+      for (int64_t v = 0; v < s.count / w; ++v) {
+        const int64_t c = v * w;
+        std::vector<llvm::Value*> rows;
+        for (int64_t l = 0; l < w; ++l) {
+          llvm::Value* j = b_.CreateAdd(j0, i64(c + l));
+          vars_[s.var] = ragged ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, j, i64(s.extent - 1)) : j;
+          rows.push_back(b_.CreateAlignedLoad(words, address(s.value.buffer, s.value.index), llvm::Align(2)));
+        }
+        std::vector<llvm::Value*> cols = transposeSquare(std::move(rows));
+        for (int64_t u = 0; u < w; ++u) {
+          llvm::Value* col = ragged ? b_.CreateSelect(masks[v], cols[u], llvm::Constant::getNullValue(words)) : cols[u];
+          llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(q0, i64(u)), i64(panel)), i64((c / panel) * panel * pairs + c % panel));
+          b_.CreateAlignedStore(col, scratchAt(s.scratch, at), llvm::Align(4));
+        }
+      }
+    });
+    countedLoop(k_.varNames[s.k.var] + ".pairs", b_.CreateMul(squares, i64(w)), b_.CreateSDiv(length, i64(2)), [&](llvm::Value* q) {
       storePairs(q, [&](llvm::Value* ptrs, llvm::Value* mask) {
         return b_.CreateMaskedGather(words, ptrs, llvm::Align(2), mask, llvm::Constant::getNullValue(words));
       });
