@@ -145,7 +145,7 @@ std::string matchOnePass(const LoopProgram& p, const Kernel& k, OnePass& o) {
   o.D = dLoop->extent;
   const Expr& x = update->value.args[0];
   const Expr& y = update->value.args[1];
-  if (!isF32Load(p, x) || !isF32Load(p, y)) return "the dot product's operands are not f32 tensor reads";
+  if (!isTileOperandLoad(p, x) || !isTileOperandLoad(p, y)) return "the dot product's operands are not f32, f16 or bf16 tensor reads";
   auto isQuery = [&](const Expr& e) { return loadUses(e, o.i) && !loadUses(e, o.j); };
   auto isKey = [&](const Expr& e) { return loadUses(e, o.j) && !loadUses(e, o.i); };
   if (isQuery(x) && isKey(y)) {
@@ -176,8 +176,8 @@ std::string matchOnePass(const LoopProgram& p, const Kernel& k, OnePass& o) {
   o.out = rescale->buffer;
   o.outIndex = rescale->index;
   if (p.buffers[o.out].dtype != DType::F32) return "the output is not f32 (it holds the running sums)";
-  if (!isF32Load(p, o.weight) || !loadUses(o.weight, o.j) || loadUses(o.weight, o.i) || readsOtherAcc(o.weight, -1))
-    return "the weights are not an f32 tensor read per key (V[j, c])";
+  if (!isTileOperandLoad(p, o.weight) || !loadUses(o.weight, o.j) || loadUses(o.weight, o.i) || readsOtherAcc(o.weight, -1))
+    return "the weights are not an f32, f16 or bf16 tensor read per key (V[j, c])";
   // After the keys: the division by l (weighted average), or nothing (weighted sum).
   const size_t after = rowBody.size() - at - 1;
   if (after > 1) return "not the one-pass form";

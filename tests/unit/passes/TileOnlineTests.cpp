@@ -120,7 +120,7 @@ TEST_CASE("tile-online-softmax: what it leaves as one pass, and why", "[passes][
       {"input Q : f32[8, 4]\ninput K : f32[9, 4]\ninput V : f32[9, 4]\n"
        "S[i, j] = sum(d: Q[i, d] * K[j, d])\nm[i] = max(j: S[i, j])\nP[i, j] = exp(S[i, j] - m[i])\nl[i] = sum(j: P[i, j])\n"
        "output O[i, c] = sum(j: P[i, j] * exp(V[j, c])) / l[i]\n",
-       "the weights are not an f32 tensor read per key (V[j, c])"},
+       "the weights are not an f32, f16 or bf16 tensor read per key (V[j, c])"},
       {"input Q : f32[8, 4]\ninput K : f32[9, 4]\ninput w : f32[9]\n"
        "S[i, j] = sum(d: Q[i, d] * K[j, d])\nm[i] = max(j: S[i, j])\noutput z[i] = sum(j: exp(S[i, j] - m[i]) * w[j])\n",
        "one weighted sum per row (no column loop for the P V tile)"},
