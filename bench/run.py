@@ -93,7 +93,8 @@ def bf16_of(wl):
     if "bytes" in wl:
         out["bytes"] = wl["bytes"] // 2
     else:
-        out["limit"] = "bf16dot"  # a contraction: vdpbf16ps where the CPU has it
+        # a contraction: vdpbf16ps where the CPU has it; attention's micro-kernels widen to f32
+        out["limit"] = wl.get("bf16_limit", "bf16dot")
     return out
 
 
@@ -123,7 +124,7 @@ def attention(n, d=64, causal=True):
     return dict(name="attention%s N=%d d=%d" % ("" if causal else " (no mask)", n, d),
                 tex="attention" if causal else "attention_full", defs={"N": n, "Dh": d},
                 inputs={"Q": (n, d), "K": (n, d), "V": (n, d)}, output="O",
-                flops=4 * pairs * d, limit="fma", peers=["hand", "openblas", "numpy", "torch"], tol=1e-4,
+                flops=4 * pairs * d, limit="fma", bf16_limit="fma", peers=["hand", "openblas", "numpy", "torch"], tol=1e-4,
                 texc_variants={"texc materialized": ["--disable-pass=online-softmax"]})
 
 
@@ -132,7 +133,7 @@ FULL = [gelu(4096, 4096), gelu(16384, 4096), ediff(1 << 24), softmax(4096, 4096)
         matmul(256, 256, 256), matmul(512, 512, 512), matmul(1024, 1024, 1024), matmul(2048, 2048, 2048),
         matmul(128, 4096, 4096), matmul_bf16(2048, 2048, 2048), conv(1, 64, 64, 56, 56), conv(8, 64, 128, 28, 28),
         bf16_of(conv(1, 64, 64, 56, 56)),
-        attention(1024), attention(4096), attention(16384),
+        attention(1024), bf16_of(attention(1024)), attention(4096), attention(16384),
         attention(1024, causal=False), attention(4096, causal=False), attention(16384, causal=False)]
 QUICK = [gelu(1024, 4096), ediff(1 << 22), softmax(1024, 4096), layernorm(1024, 4096),
          matmul(256, 256, 256), matmul(512, 512, 512), matmul_bf16(512, 512, 512), conv(1, 64, 64, 56, 56), attention(1024)]
@@ -156,7 +157,8 @@ PEER_LABEL = {
 }
 WORKLOAD_ARG = {"gelu": "gelu", "ediff": "ediff", "softmax": "softmax", "layernorm": "layernorm",
                 "gelu_bf16": "gelu_bf16", "softmax_bf16": "softmax_bf16", "layernorm_bf16": "layernorm_bf16",
-                "matmul": "matmul", "matmul_bf16": "matmul_bf16", "conv": "conv", "conv_bf16": "conv_bf16", "attention": "attention", "attention_full": "attention_full"}
+                "matmul": "matmul", "matmul_bf16": "matmul_bf16", "conv": "conv", "conv_bf16": "conv_bf16", "attention": "attention", "attention_bf16": "attention_bf16",
+                "attention_full": "attention_full"}
 
 
 def log(msg):

@@ -314,6 +314,19 @@ bool runOnlineSoftmax(CompileState& s) {
       if (anyGuarded(c.body)) reason = "a read may fall outside its tensor and skip its term";
       else if (c.online != OnlineForm::LogSumExp && computeDType(t.dtype) != t.dtype)
         reason = fmt::format("it is stored as {}, and the running weighted sum is kept in the output at full precision", dtypeName(t.dtype));
+      // The program rounds an f16/bf16 tensor where it stores it; the one pass computes the
+      // scores and the weights against a running max, so it could not round them there. A max
+      // needs no rounding of its own: it is one of the values it ranges over.
+      for (const std::string& name : folded) {
+        if (!reason.empty()) break;
+        for (const Computation& f : g.computations) {
+          const TensorInfo& ft = g.tensors[f.tensor];
+          if (ft.name != name || computeDType(ft.dtype) == ft.dtype || isReduce(f.body, ReduceKind::Max)) continue;
+          reason = fmt::format("{} is stored as {}, and the one pass, against a running max, could not round it where the program stores it",
+                               name, dtypeName(ft.dtype));
+          break;
+        }
+      }
     }
     if (c.online == OnlineForm::None || !reason.empty()) {
       if (!reason.empty()) decisions.push_back({t.name, reason, fmt::format("{}: not rewritten: {}", t.name, reason)});
