@@ -11,6 +11,7 @@
 #include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/Substitute.h"
 #include "compiler/loops/Walk.h"
+#include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
 
@@ -194,12 +195,15 @@ struct OnlineSchedule {
   int64_t mq = 48;          // query rows per block: a multiple of nr (S^T tile columns) and mr (P V tile rows)
   int64_t nc = 66;          // keys per tile: a multiple of mr (S^T tile rows)
   bool pairBlocks = false;  // run blocks p and QB - 1 - p together (a mask makes their work uneven)
+  // Q and K bf16 on a CPU with vdpbf16ps (16-float vectors): S^T from bf16 pairs along d, the
+  // Q block and each key tile's K packed as pairs (TileContractions.cpp's bf16 path).
+  bool bf16Pairs = false;
   std::string explanation;
 };
 
 int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-OnlineSchedule chooseSchedule(const MachineInfo& m, const OnePass& o, const ScheduleOverrides& ov) {
+OnlineSchedule chooseSchedule(const LoopProgram& p, const MachineInfo& m, const OnePass& o, const ScheduleOverrides& ov) {
   OnlineSchedule s;
   // The contraction rule's register tile (Schedule.h) with two vectors of columns: blocks of
   // 64 keys and 48 query rows are multiples of it (three vectors would need 48 and 96).
@@ -213,11 +217,16 @@ OnlineSchedule chooseSchedule(const MachineInfo& m, const OnePass& o, const Sche
   s.mq = roundUp(std::min(ov.mc.value_or(48), roundUp(o.Nq, unit)), unit);
   s.nc = roundUp(std::min(ov.nc.value_or(64), roundUp(o.Nk, s.mr)), s.mr);
   s.pairBlocks = !o.mask.empty() && o.rows.size() == 1 && o.rows.front()->parallel;
+  s.bf16Pairs = m.bf16Dot && m.vectorFloats == 16 && s.nr % 16 == 0 && p.buffers[o.qOperand.buffer].dtype == DType::BF16 &&
+                p.buffers[o.kOperand.buffer].dtype == DType::BF16;
   s.explanation = fmt::format(
       "online softmax tiled: blocks of {} query rows x tiles of {} keys; S^T = K Q^T in {}x{} register tiles (keys x "
       "queries) from Q packed once per block, the softmax update as vector loops over the block's rows, O += P V in {}x{} "
       "tiles (rows x columns); S and the running max, sum and rescale factor are local ({} KiB per thread)",
       s.mq, s.nc, s.mr, s.nr, s.mr, s.nr, (s.nc * s.mq + 4 * s.mq) * 4 / 1024);
+  if (s.bf16Pairs)
+    s.explanation += "; Q and K are bf16 on a CPU with AVX512-BF16: the Q block and each key tile's K packed as bf16 pairs along d, S^T "
+                     "on vdpbf16ps (two d steps per instruction, sums in f32)";
   return s;
 }
 
@@ -304,7 +313,13 @@ void tileOne(LoopProgram& p, Kernel& k, const OnePass& o, const OnlineSchedule& 
   pack.scratch = qPack;
   pack.k = KWindow{o.d, o.D, 0, IndexExpr::makeConst(0)};
   pack.value = o.qOperand;
+  pack.bf16Pairs = s.bf16Pairs;
   block.push_back(std::move(pack));
+  int kPack = -1;
+  if (s.bf16Pairs) {
+    k.scratchSizes.push_back(s.nc * ((o.D + 1) / 2));
+    kPack = static_cast<int>(k.scratchSizes.size()) - 1;
+  }
 
   Block tile;
   // S^T = K Q^T: rows are keys, columns the block's query rows.
@@ -324,6 +339,16 @@ void tileOne(LoopProgram& p, Kernel& k, const OnePass& o, const OnlineSchedule& 
     t.colScratch = qPack;
     t.blockCol = affineIndex(s.nr, qp, 0);
     t.blockRow = IndexExpr::makeConst(0);
+    if (s.bf16Pairs) {
+      // The key tile's K rows, packed once per tile and read by every query panel.
+      t.rowScratch = kPack;
+      t.blockRow = affineIndex(s.mr, kr, 0);
+      t.bf16Pairs = true;
+      Stmt tileStmt = t;
+      Stmt kRows = rowPack(tileStmt, kPack, tileKey, s.nc, /*allOfK=*/false);
+      kRows.as<Pack>().bf16Pairs = true;
+      tile.push_back(std::move(kRows));
+    }
     Expr score = o.mask.empty() ? o.score : call(Builtin::Select, {maskValue(o.mask), o.score, negInf});
     t.epilogue.push_back(Store{S, {minus(var(o.j), tileKey), minus(var(o.i), blockRow)}, std::move(score)});
     Loop keyTiles = loopOver(kr, s.nc / s.mr, one(std::move(t)));
@@ -426,7 +451,7 @@ int tileOnlineSoftmax(LoopProgram& p, const MachineInfo& machine, const Schedule
       k.schedule += fmt::format("{}online softmax kept as one pass per row: {}", k.schedule.empty() ? "" : "; ", why);
       continue;
     }
-    OnlineSchedule s = chooseSchedule(machine, o, overrides);
+    OnlineSchedule s = chooseSchedule(p, machine, o, overrides);
     tileOne(p, k, o, s);
     k.schedule = s.explanation;
     if (!o.mask.empty())
