@@ -92,6 +92,10 @@ class KernelGen {
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     b_.SetInsertPoint(entry);
     for (int a = 0; a < k_.numAccs; ++a) accs_.push_back(b_.CreateAlloca(ft_, nullptr, "acc" + std::to_string(a)));
+    for (int a = 0; a < k_.numAccs; ++a) {
+      accNaN_.push_back(b_.CreateAlloca(b_.getInt1Ty(), nullptr, "acc" + std::to_string(a) + ".nan"));
+      b_.CreateStore(b_.getFalse(), accNaN_.back());
+    }
     for (size_t i = tensorCount(); i < p_.buffers.size(); ++i) {
       const loops::Buffer& local = p_.buffers[i];
       llvm::AllocaInst* a = b_.CreateAlloca(storageType(ctx_, local.dtype), i64(local.numElements()), local.name);
@@ -187,12 +191,19 @@ class KernelGen {
         }
         break;
       }
-      case StmtKind::AccInit: b_.CreateStore(identity(s.as<AccInit>().reduce), accs_[s.as<AccInit>().acc]); break;
+      case StmtKind::AccInit:
+        b_.CreateStore(identity(s.as<AccInit>().reduce), accs_[s.as<AccInit>().acc]);
+        b_.CreateStore(b_.getFalse(), accNaN_[s.as<AccInit>().acc]);
+        break;
       case StmtKind::AccUpdate: {
         const AccUpdate& u = s.as<AccUpdate>();
         llvm::Value* term = expr(u.value);
         llvm::Value* acc = b_.CreateLoad(ft_, accs_[u.acc]);
         b_.CreateStore(combine(u.reduce, acc, term), accs_[u.acc]);
+        if (u.reduce == ReduceKind::Max || u.reduce == ReduceKind::Min) {
+          llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), accNaN_[u.acc]);
+          b_.CreateStore(b_.CreateOr(seen, b_.CreateFCmpUNO(term, term)), accNaN_[u.acc]);
+        }
         break;
       }
       case StmtKind::Guard: {
@@ -214,7 +225,10 @@ class KernelGen {
       }
       case StmtKind::Pack: pack(s.as<Pack>()); break;
       case StmtKind::Tile: tile(s.as<Tile>()); break;
-      case StmtKind::AccSet: b_.CreateStore(expr(s.as<AccSet>().value), accs_[s.as<AccSet>().acc]); break;
+      case StmtKind::AccSet:
+        b_.CreateStore(expr(s.as<AccSet>().value), accs_[s.as<AccSet>().acc]);
+        b_.CreateStore(b_.getFalse(), accNaN_[s.as<AccSet>().acc]);  // the value carries its own NaN
+        break;
     }
   }
 
@@ -973,6 +987,7 @@ class KernelGen {
           vars_[s.colVar] = b_.CreateAdd(j0, c);
           llvm::Value* v = b_.CreateLoad(ft_, b_.CreateInBoundsGEP(ft_, spill, b_.CreateAdd(b_.CreateMul(r, i64(s.cols)), c)));
           b_.CreateStore(v, accs_[s.acc]);
+          b_.CreateStore(b_.getFalse(), accNaN_[s.acc]);
           for (const Stmt& e : s.epilogue) stmt(e, false);
         });
       });
@@ -1180,8 +1195,16 @@ class KernelGen {
     switch (r) {
       case ReduceKind::Sum: return b_.CreateFAdd(acc, term);
       case ReduceKind::Prod: return b_.CreateFMul(acc, term);
-      case ReduceKind::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, acc, term);
-      case ReduceKind::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, acc, term);
+      case ReduceKind::Max:
+      case ReduceKind::Min: {
+        // One vmaxps/vminps per vector: NaNs are no concern here (a NaN term sets the
+        // accumulator's NaN flag, AccUpdate, and a read of a flagged accumulator is NaN), nor is
+        // the sign of a zero (a max over +0 and -0 may give either, as numpy's does).
+        fmf.setNoNaNs();
+        fmf.setNoSignedZeros();
+        b_.setFastMathFlags(fmf);
+        return b_.CreateBinaryIntrinsic(r == ReduceKind::Max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, acc, term);
+      }
     }
     return nullptr;
   }
@@ -1206,7 +1229,12 @@ class KernelGen {
             if (f.buffer == e.buffer) v->setMetadata(llvm::LLVMContext::MD_access_group, prefetchedLoadTag(m_, f.bytes));
         return fromStorage(v, buf.dtype);
       }
-      case ExprKind::AccRead: return b_.CreateLoad(ft_, accs_[e.acc]);
+      case ExprKind::AccRead: {
+        // A max or min that met a NaN is NaN (combine: the running value itself ignores NaNs).
+        llvm::Value* v = b_.CreateLoad(ft_, accs_[e.acc]);
+        llvm::Value* seen = b_.CreateLoad(b_.getInt1Ty(), accNaN_[e.acc]);
+        return b_.CreateSelect(seen, llvm::ConstantFP::getNaN(ft_), v);
+      }
       case ExprKind::Unary: {
         llvm::Value* a = expr(e.args[0]);
         return e.unaryOp == UnaryOp::Neg ? b_.CreateFNeg(a) : b_.CreateNot(a);
@@ -1295,6 +1323,7 @@ class KernelGen {
   llvm::Value* lo_ = nullptr;
   llvm::Value* hi_ = nullptr;
   std::vector<llvm::AllocaInst*> accs_;
+  std::vector<llvm::AllocaInst*> accNaN_;  // per accumulator: a max or min has met a NaN
   std::vector<llvm::Value*> scratch_;
   // Larger scratch (im2col's patch matrix) is allocated on the heap.
   static constexpr int64_t kStackScratchBytes = int64_t{4} << 20;

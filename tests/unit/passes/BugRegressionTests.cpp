@@ -223,5 +223,35 @@ TEST_CASE("bug: the graph passes keep reduction ids unique within a computation"
   CHECK(duplicates == "");
 }
 
+// The CPU code reduces max and min with one vmaxps/vminps per vector, which drops NaNs, and
+// keeps a NaN flag per accumulator beside it (CodeGenLLVM combine): a NaN anywhere in a row, in
+// the vector body or the scalar remainder, still makes the row's max and min NaN.
+TEST_CASE("codegen: max and min reductions are NaN wherever the row holds a NaN", "[passes][codegen]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Rows of 100: the vector loop's body and its scalar remainder both see a NaN somewhere.
+  std::vector<double> x(4 * 100);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>((i * 37) % 101) - 50;
+  x[0 * 100 + 97] = nan;  // remainder
+  x[1 * 100 + 5] = nan;   // vector body
+  x[2 * 100 + 42] = 1000;
+  x[3 * 100 + 99] = -1000;
+  for (const char* op : {"max", "min"}) {
+    INFO(op);
+    TestProgram p = inlineProgram(std::string("nan_") + op, fmt::format("input x : f32[4, 100]\noutput m[i] = {}(j: x[i, j])\n", op));
+    std::vector<double> m = runCompiled(p, {x});
+    REQUIRE(m.size() == 4);
+    CHECK(std::isnan(m[0]));
+    CHECK(std::isnan(m[1]));
+    const bool isMax = std::string(op) == "max";
+    double e2 = isMax ? -1e9 : 1e9, e3 = e2;
+    for (int j = 0; j < 100; ++j) {
+      e2 = isMax ? std::max(e2, x[200 + j]) : std::min(e2, x[200 + j]);
+      e3 = isMax ? std::max(e3, x[300 + j]) : std::min(e3, x[300 + j]);
+    }
+    CHECK(m[2] == e2);
+    CHECK(m[3] == e3);
+  }
+}
+
 }  // namespace
 }  // namespace texc::passtest
