@@ -889,6 +889,15 @@ class KernelGen {
   // block, k in steps of kStep with the mapping's row and column operands staged in shared memory.
   // The grid-stride loop over a tiled contraction's output tiles (the batch loops outermost, then
   // rows, then columns): the tile's first row and column, and the batch variables bound.
+  // The register-staged pipeline after its first step went into buffer 0: the barrier, and the
+  // k loop's head with the step's buffer (`cur`) and whether a next step follows (`more`).
+  void registerStagedLoopHead(int kT, int64_t K, std::string& out) const {
+    out += "    __syncthreads();\n";
+    out += fmt::format("    for ({} k0 = 0; k0 < {}; k0 += {}) {{\n", idx_, K, kT);
+    out += fmt::format("      const int cur = (int)(k0 / {}) & 1;\n", kT);
+    out += fmt::format("      const bool more = k0 + {} < {};\n", kT, K);
+  }
+
   void tileLoopHead(int64_t tilesI, int64_t tilesJ, int kTile, std::string& out) const {
     out += fmt::format("  for ({} tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n", idx_, m_.work);
     out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, kTile);
@@ -948,10 +957,7 @@ class KernelGen {
                        "#pragma unroll\n        for (int e = 0; e < 4; ++e) frag[a][b][e] = 0.0f;\n", fragsI, fragsJ);
     out += "    // the first k-step into buffer 0\n";
     stage("0", false, "0", 2);
-    out += "    __syncthreads();\n";
-    out += fmt::format("    for ({} k0 = 0; k0 < {}; k0 += {}) {{\n", idx_, K, kT);
-    out += fmt::format("      const int cur = (int)(k0 / {}) & 1;\n", kT);
-    out += fmt::format("      const bool more = k0 + {} < {};\n", kT, K);
+    registerStagedLoopHead(kT, K, out);
     out += fmt::format("      unsigned short nextA[{}], nextB[{}];\n", slots, slots);
     out += "      if (more) {  // the next k-step's operands, into registers\n";
     stage(fmt::format("(k0 + {})", kT), true, "", 4);
@@ -1100,10 +1106,7 @@ class KernelGen {
     } else {
       out += "    // the first k-step into buffer 0\n";
       stage("0", false, "0", 2);
-      out += "    __syncthreads();\n";
-      out += fmt::format("    for ({} k0 = 0; k0 < {}; k0 += {}) {{\n", idx_, K, kT);
-      out += fmt::format("      const int cur = (int)(k0 / {}) & 1;\n", kT);
-      out += fmt::format("      const bool more = k0 + {} < {};\n", kT, K);
+      registerStagedLoopHead(kT, K, out);
       for (size_t n = 0; n < aLoads.size(); ++n) out += fmt::format("      {} nextA{}[{}];\n", t_, n, slots);
       for (size_t n = 0; n < bLoads.size(); ++n) out += fmt::format("      {} nextB{}[{}];\n", t_, n, slots);
       out += "      if (more) {  // the next k-step's operands, into registers\n";

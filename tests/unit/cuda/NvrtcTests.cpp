@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <map>
 
 #include "CudaTestSupport.h"
@@ -37,6 +39,24 @@ struct TempDir {
     fs::remove_all(path, ec);
   }
 };
+
+// Compiles `source` to PTX for sm_80, sm_90 and sm_75 (before bf16 mma and cp.async), hands each
+// to `check` and has `ptxas` (findPtxas) assemble it.
+void forEachArch(const std::string& source, const std::string& ptxas, const std::function<void(const std::string&, const std::string&)>& check) {
+  TempDir tmp;
+  for (const char* arch : {"sm_80", "sm_90", "sm_75"}) {
+    INFO(arch);
+    PtxOptions opts;
+    opts.arch = arch;
+    opts.useCache = false;
+    PtxResult r = compileToPtx(source, "texc_program.cu", opts);
+    check(arch, r.ptx);
+    fs::path ptx = tmp.path / "program.ptx";
+    std::ofstream(ptx) << r.ptx;
+    std::string cmd = fmt::format("'{}' -arch={} '{}' -o /dev/null 2>&1", ptxas, arch, ptx.string());
+    CHECK(std::system(cmd.c_str()) == 0);
+  }
+}
 
 TEST_CASE("nvrtc: every example and e2e program compiles to PTX that ptxas accepts for sm_90", "[cuda][nvrtc]") {
   std::string why;
@@ -80,28 +100,18 @@ TEST_CASE("nvrtc: bf16/f16 contractions are mma.sync in the PTX for sm_80 and sm
   std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA);
   REQUIRE(c->ok);
   REQUIRE(c->state.cuda);
-  TempDir tmp;
   auto count = [](const std::string& text, const std::string& what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
     return n;
   };
-  for (const char* arch : {"sm_80", "sm_90", "sm_75"}) {
-    INFO(arch);
-    PtxOptions opts;
-    opts.arch = arch;
-    opts.useCache = false;
-    PtxResult r = compileToPtx(c->state.cuda->source, "texc_program.cu", opts);
-    const bool tensorCores = std::string(arch) != "sm_75";
+  forEachArch(c->state.cuda->source, ptxas, [&](const std::string& arch, const std::string& ptx) {
+    const bool tensorCores = arch != "sm_75";
     // 16 fragments per k-step in each of C and G's sum (bf16), and H (f16).
-    CHECK(count(r.ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == (tensorCores ? 32 : 0));
-    CHECK(count(r.ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == (tensorCores ? 16 : 0));
-    if (!tensorCores) CHECK(r.ptx.find("shfl.sync") != std::string::npos);
-    fs::path ptx = tmp.path / "lowp.ptx";
-    std::ofstream(ptx) << r.ptx;
-    std::string cmd = fmt::format("'{}' -arch={} '{}' -o /dev/null 2>&1", ptxas, arch, ptx.string());
-    CHECK(std::system(cmd.c_str()) == 0);
-  }
+    CHECK(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == (tensorCores ? 32 : 0));
+    CHECK(count(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == (tensorCores ? 16 : 0));
+    if (!tensorCores) CHECK(ptx.find("shfl.sync") != std::string::npos);
+  });
 }
 
 TEST_CASE("nvrtc: f32 matmul stages its tiles with cp.async for sm_80 and sm_90, plain copies before", "[cuda][nvrtc]") {
@@ -112,23 +122,13 @@ TEST_CASE("nvrtc: f32 matmul stages its tiles with cp.async for sm_80 and sm_90,
   std::unique_ptr<Compilation> c = compileTo(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex", {}), Stage::CUDA);
   REQUIRE(c->ok);
   REQUIRE(c->state.cuda);
-  TempDir tmp;
-  for (const char* arch : {"sm_80", "sm_90", "sm_75"}) {
-    INFO(arch);
-    PtxOptions opts;
-    opts.arch = arch;
-    opts.useCache = false;
-    PtxResult r = compileToPtx(c->state.cuda->source, "texc_program.cu", opts);
-    const bool async = std::string(arch) != "sm_75";
+  forEachArch(c->state.cuda->source, ptxas, [&](const std::string& arch, const std::string& ptx) {
+    const bool async = arch != "sm_75";
     // 8 copies of A and 8 of B per thread and k-step, zero-filled where the source size is 0.
-    CHECK((r.ptx.find("cp.async.ca.shared.global") != std::string::npos) == async);
-    CHECK((r.ptx.find("cp.async.wait_group 0") != std::string::npos) == async);
-    CHECK((r.ptx.find("cp.async.commit_group") != std::string::npos) == async);
-    fs::path ptx = tmp.path / "matmul.ptx";
-    std::ofstream(ptx) << r.ptx;
-    std::string cmd = fmt::format("'{}' -arch={} '{}' -o /dev/null 2>&1", ptxas, arch, ptx.string());
-    CHECK(std::system(cmd.c_str()) == 0);
-  }
+    CHECK((ptx.find("cp.async.ca.shared.global") != std::string::npos) == async);
+    CHECK((ptx.find("cp.async.wait_group 0") != std::string::npos) == async);
+    CHECK((ptx.find("cp.async.commit_group") != std::string::npos) == async);
+  });
 }
 
 TEST_CASE("nvrtc: compile time of gelu, matmul and conv_pool at their default sizes", "[cuda][nvrtc]") {
