@@ -884,11 +884,6 @@ class KernelGen {
   }
 
   // ---- tiled contraction ---------------------------------------------------------------------------
-  // inner = [acc = identity, for k { acc op= term }, (copies), store f(acc)]: a tile x tile block
-  // of (i, j) per block of kStep x kStep threads, each thread a regBlock x regBlock register
-  // block, k in steps of kStep with the mapping's row and column operands staged in shared memory.
-  // The grid-stride loop over a tiled contraction's output tiles (the batch loops outermost, then
-  // rows, then columns): the tile's first row and column, and the batch variables bound.
   // The register-staged pipeline after its first step went into buffer 0: the barrier, and the
   // k loop's head with the step's buffer (`cur`) and whether a next step follows (`more`).
   void registerStagedLoopHead(int kT, int64_t K, std::string& out) const {
@@ -898,6 +893,8 @@ class KernelGen {
     out += fmt::format("      const bool more = k0 + {} < {};\n", kT, K);
   }
 
+  // The grid-stride loop over a tiled contraction's output tiles (the batch loops outermost, then
+  // rows, then columns): the tile's first row and column, and the batch variables bound.
   void tileLoopHead(int64_t tilesI, int64_t tilesJ, int kTile, std::string& out) const {
     out += fmt::format("  for ({} tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n", idx_, m_.work);
     out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, kTile);
@@ -996,6 +993,9 @@ class KernelGen {
     out += "        }\n      }\n    }\n  }\n";
   }
 
+  // inner = [acc = identity, for k { acc op= term }, (copies), store f(acc)]: a tile x tile block
+  // of (i, j) per block of kStep x kStep threads, each thread a regBlock x regBlock register
+  // block, k in steps of kStep with the mapping's row and column operands staged in shared memory.
   void tiledContraction(const Block& inner, std::string& out) const {
     if (!m_.mma.empty()) return tiledContractionMma(inner, out);
     const int kT = m_.kStep;
@@ -1035,44 +1035,42 @@ class KernelGen {
     // Staging: each thread moves kR elements of every operand tile for k-step `kBase`; elements
     // out of range are 0 and never combined (their terms are skipped below).
     const int slots = kTile * kT / (kT * kT);
-    auto stage = [&](const std::string& kBase, bool toRegisters, const std::string& buf, int depth) {
+    // For every element this thread stages of each operand tile at k-step `kBase`: its loop, its
+    // indices, then `move(load, slot, dest, inside, pad)` writes the statements that move it, where
+    // `slot` is "A0[s]"-like and `dest` the element of buffer `buf` of the shared tile.
+    auto forEachStaged = [&](const std::string& kBase, const std::string& buf, int depth, auto move) {
       std::string pad(2 * depth, ' ');
       for (size_t n = 0; n < aLoads.size(); ++n) {
         out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
         out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
         out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + e % {};\n", pad, idx_, ni, kT, nk, kBase, kT);
-        std::string dest = toRegisters ? fmt::format("nextA{}[s]", n) : fmt::format("tileA{}[{}][e / {}][e % {}]", n, buf, kT, kT);
-        out += fmt::format("{}  {} = ({} < {} && {} < {}) ? {} : {};\n{}}}\n", pad, dest, ni, I, nk, K, load(*aLoads[n]), literal(0), pad);
+        move(*aLoads[n], fmt::format("A{}[s]", n), fmt::format("tileA{}[{}][e / {}][e % {}]", n, buf, kT, kT),
+             fmt::format("({} < {} && {} < {})", ni, I, nk, K), pad + "  ");
+        out += pad + "}\n";
       }
       for (size_t n = 0; n < bLoads.size(); ++n) {
         out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
         out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
         out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, kTile, nj, kTile);
-        std::string dest = toRegisters ? fmt::format("nextB{}[s]", n) : fmt::format("tileB{}[{}][e / {}][e % {}]", n, buf, kTile, kTile);
-        out += fmt::format("{}  {} = ({} < {} && {} < {}) ? {} : {};\n{}}}\n", pad, dest, nk, K, nj, J, load(*bLoads[n]), literal(0), pad);
+        move(*bLoads[n], fmt::format("B{}[s]", n), fmt::format("tileB{}[{}][e / {}][e % {}]", n, buf, kTile, kTile),
+             fmt::format("({} < {} && {} < {})", nk, K, nj, J), pad + "  ");
+        out += pad + "}\n";
       }
     };
-    // The same with asyncCopy: each element one cp.async into buffer `buf`, zeros out of range
-    // (the source then the buffer's start, never read).
+    // Through registers: into the shared buffer `buf`, or (toRegisters) into nextA/nextB.
+    auto stage = [&](const std::string& kBase, bool toRegisters, const std::string& buf, int depth) {
+      forEachStaged(kBase, buf, depth, [&](const Expr& e, const std::string& slot, const std::string& dest, const std::string& ok, const std::string& pad) {
+        out += fmt::format("{}{} = {} ? {} : {};\n", pad, toRegisters ? "next" + slot : dest, ok, load(e), literal(0));
+      });
+    };
+    // With asyncCopy: each element one cp.async into buffer `buf`, zeros out of range (the source
+    // then the buffer's start, never read).
     auto stageAsync = [&](const std::string& kBase, const std::string& buf, int depth) {
-      std::string pad(2 * depth, ' ');
-      auto copy = [&](const Expr& e, const std::string& dest, const std::string& ok) {
-        out += fmt::format("{}  const bool ok = {};\n", pad, ok);
-        out += fmt::format("{}  texc_cp_async(&{}, ok ? &{} : {}, ok);\n{}}}\n", pad, dest, load(e), bufferName(e.buffer), pad);
-      };
-      for (size_t n = 0; n < aLoads.size(); ++n) {
-        out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
-        out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
-        out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + e % {};\n", pad, idx_, ni, kT, nk, kBase, kT);
-        copy(*aLoads[n], fmt::format("tileA{}[{}][e / {}][e % {}]", n, buf, kT, kT), fmt::format("({} < {} && {} < {})", ni, I, nk, K));
-      }
-      for (size_t n = 0; n < bLoads.size(); ++n) {
-        out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
-        out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
-        out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, kTile, nj, kTile);
-        copy(*bLoads[n], fmt::format("tileB{}[{}][e / {}][e % {}]", n, buf, kTile, kTile), fmt::format("({} < {} && {} < {})", nk, K, nj, J));
-      }
-      out += fmt::format("{}texc_cp_async_commit();\n", pad);
+      forEachStaged(kBase, buf, depth, [&](const Expr& e, const std::string&, const std::string& dest, const std::string& ok, const std::string& pad) {
+        out += fmt::format("{}const bool ok = {};\n", pad, ok);
+        out += fmt::format("{}texc_cp_async(&{}, ok ? &{} : {}, ok);\n", pad, dest, load(e), bufferName(e.buffer));
+      });
+      out += fmt::format("{}texc_cp_async_commit();\n", std::string(2 * depth, ' '));
     };
     out += fmt::format("  const int tx = threadIdx.x % {}, ty = threadIdx.x / {};\n", kT, kT);
     tileLoopHead(tilesI, tilesJ, kTile, out);
