@@ -172,6 +172,9 @@ bool canBlockK(const LoopProgram& p, const Contraction& c) {
   return rowSeen;
 }
 
+// What the schedule line says of a contraction whose packs keep bf16 pairs.
+constexpr const char* kBf16PairsNote = "packed as bf16 pairs along k (not widened), two k steps per vdpbf16ps, sums in f32";
+
 // "bf16" or "f16" when `operand` reads a low-precision buffer, else empty.
 std::string lowPrecisionName(const LoopProgram& p, const Expr& operand) {
   const DType t = p.buffers[operand.buffer].dtype;
@@ -498,8 +501,7 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       // side by side in memory: one 32-bit gather per vector of columns.
       const bool pairs = machine.bf16Dot && rowLow == "bf16" && colLow == "bf16" && s.pack && s.packA;
       if (pairs)
-        s.explanation += "; A and B are bf16 on a CPU with AVX512-BF16: packed as bf16 pairs along k (not widened), two k steps "
-                         "per vdpbf16ps, sums in f32";
+        s.explanation += fmt::format("; A and B are bf16 on a CPU with AVX512-BF16: {}", kBf16PairsNote);
       else
         s.explanation += lowPrecisionNote(rowLow, colLow, overrides);
       tileOne(p, k, c, s, outermost, pairs);
@@ -583,8 +585,7 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
     tileImplicitGemm(p, candidate, g, s, pairs);
     candidate.schedule =
         s.explanation + evened + "; implicit GEMM: weights packed whole once per call, input packed with its padding as zeros" +
-        (pairs ? std::string("; weights and input are bf16 on a CPU with AVX512-BF16: packed as bf16 pairs along k (not widened), two k "
-                             "steps per vdpbf16ps, sums in f32")
+        (pairs ? fmt::format("; weights and input are bf16 on a CPU with AVX512-BF16: {}", kBf16PairsNote)
                : lowPrecisionNote(lowPrecisionName(p, g.c.rowOperand), lowPrecisionName(p, g.c.colOperand), ScheduleOverrides{}));
     k = std::move(candidate);
     ++tiled;

@@ -348,16 +348,41 @@ class KernelGen {
   }
   llvm::Value* rawGather(const Expr& load, llvm::Value* j, int colVar, int64_t w, llvm::Value* mask) {
     const auto n = static_cast<unsigned>(w);
+    llvm::Value* ptrs = columnPointers(load, j, colVar, w);
+    if (!mask) mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
+    const DType dtype = p_.buffers[load.buffer].dtype;
+    auto* st = llvm::FixedVectorType::get(storageType(ctx_, dtype), n);
+    return b_.CreateMaskedGather(st, ptrs, llvm::Align(elementAlign(dtype)), mask, llvm::Constant::getNullValue(st));
+  }
+
+  // The addresses of `load` at columns j .. j+W-1, one per lane (leaves the column variable at j).
+  llvm::Value* columnPointers(const Expr& load, llvm::Value* j, int colVar, int64_t w) {
+    const auto n = static_cast<unsigned>(w);
     llvm::Value* ptrs = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getPtrTy(), n));
     for (unsigned l = 0; l < n; ++l) {
       vars_[colVar] = b_.CreateAdd(j, i64(l));
       ptrs = b_.CreateInsertElement(ptrs, address(load.buffer, load.index, /*inBounds=*/false), static_cast<uint64_t>(l));
     }
     vars_[colVar] = j;
-    if (!mask) mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
-    const DType dtype = p_.buffers[load.buffer].dtype;
-    auto* st = llvm::FixedVectorType::get(storageType(ctx_, dtype), n);
-    return b_.CreateMaskedGather(st, ptrs, llvm::Align(elementAlign(dtype)), mask, llvm::Constant::getNullValue(st));
+    return ptrs;
+  }
+
+  // The next W values along k from k0 (contiguous in memory) of the W columns first ..
+  // first+W-1 of a column pack's operand, transposed: vector u holds value k0 + u of the W
+  // columns. Each column is one load of `rowType` (W values, widened to f32 when `widen`); a
+  // column past the extent (`ragged`) reads the last one, for the caller to zero.
+  std::vector<llvm::Value*> loadTransposedSquare(const Pack& s, llvm::Value* first, llvm::Value* k0, int64_t w, bool ragged, llvm::Type* rowType,
+                                                 llvm::Align align, bool widen) {
+    const DType dtype = p_.buffers[s.value.buffer].dtype;
+    std::vector<llvm::Value*> rows;
+    for (int64_t l = 0; l < w; ++l) {
+      llvm::Value* j = b_.CreateAdd(first, i64(l));
+      vars_[s.var] = ragged ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, j, i64(s.extent - 1)) : j;
+      vars_[s.k.var] = k0;
+      llvm::Value* row = b_.CreateAlignedLoad(rowType, address(s.value.buffer, s.value.index), align);
+      rows.push_back(widen ? fromStorage(row, dtype) : row);
+    }
+    return transposeSquare(std::move(rows));
   }
 
   // Whether the element `idx` addresses in `buf` is the next one when `var` grows by one (the
@@ -473,15 +498,8 @@ class KernelGen {
           llvm::Value* k0 = b_.CreateAdd(kw.start, b_.CreateMul(q, i64(w)));
           llvm::Value* row = b_.CreateAdd(base, b_.CreateMul(b_.CreateSub(k0, kw.start), i64(panel)));
           for (int64_t v = 0; v < panel / w; ++v) {
-            std::vector<llvm::Value*> rows;
-            for (int64_t l = 0; l < w; ++l) {
-              llvm::Value* j = b_.CreateAdd(first, i64(v * w + l));
-              vars_[s.var] = ragged ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, j, i64(s.extent - 1)) : j;
-              vars_[s.k.var] = k0;
-              rows.push_back(fromStorage(b_.CreateAlignedLoad(rowType, address(s.value.buffer, s.value.index), llvm::Align(elementAlign(buf.dtype))),
-                                         buf.dtype));
-            }
-            std::vector<llvm::Value*> cols = transposeSquare(std::move(rows));
+            std::vector<llvm::Value*> cols = loadTransposedSquare(s, b_.CreateAdd(first, i64(v * w)), k0, w, ragged, rowType,
+                                                                  llvm::Align(elementAlign(buf.dtype)), /*widen=*/true);
             for (int64_t u = 0; u < w; ++u) {
               llvm::Value* col = masks[v] ? b_.CreateSelect(masks[v], cols[u], llvm::Constant::getNullValue(cols[u]->getType())) : cols[u];
               b_.CreateAlignedStore(col, scratchAt(s.scratch, b_.CreateAdd(row, i64(u * panel + v * w))), llvm::Align(4 * w));
@@ -698,59 +716,44 @@ class KernelGen {
     const int64_t pairs = (kw.length + 1) / 2;
     const bool ragged = s.extent % s.count != 0;
     auto* words = llvm::FixedVectorType::get(b_.getInt32Ty(), n);
-    auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), n);
     std::vector<llvm::Value*> masks(s.count / w, nullptr);
     for (int64_t v = 0; v < s.count / w; ++v)
       masks[v] = ragged ? laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.extent) : llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(b_.getInt1Ty(), n));
-    auto lanePointers = [&](llvm::Value* j) {
-      llvm::Value* ptrs = llvm::PoisonValue::get(llvm::FixedVectorType::get(b_.getPtrTy(), n));
-      for (unsigned l = 0; l < n; ++l) {
-        vars_[s.var] = b_.CreateAdd(j, i64(l));
-        ptrs = b_.CreateInsertElement(ptrs, address(s.value.buffer, s.value.index, /*inBounds=*/false), static_cast<uint64_t>(l));
-      }
-      return ptrs;
+    // Where pair q of column c of the pack goes: the micro-kernel's panel order.
+    auto pairAt = [&](llvm::Value* q, int64_t c) {
+      return scratchAt(s.scratch, b_.CreateAdd(b_.CreateMul(q, i64(panel)), i64((c / panel) * panel * pairs + c % panel)));
     };
-    // Pair q of every W columns: `gather` gives its words, stored where the micro-kernel reads them.
+    // Pair q of every W columns: `gather` gives the words of the W columns from j.
     auto storePairs = [&](llvm::Value* q, auto gather) {
       vars_[s.k.var] = b_.CreateAdd(kw.start, b_.CreateMul(q, i64(2)));
-      for (int64_t v = 0; v < s.count / w; ++v) {
-        const int64_t c = v * w;
-        llvm::Value* at = b_.CreateAdd(b_.CreateMul(q, i64(panel)), i64((c / panel) * panel * pairs + c % panel));
-        b_.CreateAlignedStore(gather(lanePointers(b_.CreateAdd(j0, i64(c))), masks[v]), scratchAt(s.scratch, at), llvm::Align(4));
-      }
+      for (int64_t v = 0; v < s.count / w; ++v)
+        b_.CreateAlignedStore(gather(b_.CreateAdd(j0, i64(v * w)), masks[v]), pairAt(q, v * w), llvm::Align(4));
     };
     llvm::Value* length = b_.CreateSub(kw.end, kw.start);
     llvm::Value* squares = b_.CreateSDiv(length, i64(2 * w));
     countedLoop(k_.varNames[s.k.var] + ".squares", i64(0), squares, [&](llvm::Value* t) {
       llvm::Value* q0 = b_.CreateMul(t, i64(w));
-      vars_[s.k.var] = b_.CreateAdd(kw.start, b_.CreateMul(q0, i64(2)));
+      llvm::Value* k0 = b_.CreateAdd(kw.start, b_.CreateMul(q0, i64(2)));
       for (int64_t v = 0; v < s.count / w; ++v) {
         const int64_t c = v * w;
-        std::vector<llvm::Value*> rows;
-        for (int64_t l = 0; l < w; ++l) {
-          llvm::Value* j = b_.CreateAdd(j0, i64(c + l));
-          vars_[s.var] = ragged ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, j, i64(s.extent - 1)) : j;
-          rows.push_back(b_.CreateAlignedLoad(words, address(s.value.buffer, s.value.index), llvm::Align(2)));
-        }
-        std::vector<llvm::Value*> cols = transposeSquare(std::move(rows));
+        std::vector<llvm::Value*> cols = loadTransposedSquare(s, b_.CreateAdd(j0, i64(c)), k0, w, ragged, words, llvm::Align(2), /*widen=*/false);
         for (int64_t u = 0; u < w; ++u) {
           llvm::Value* col = ragged ? b_.CreateSelect(masks[v], cols[u], llvm::Constant::getNullValue(words)) : cols[u];
-          llvm::Value* at = b_.CreateAdd(b_.CreateMul(b_.CreateAdd(q0, i64(u)), i64(panel)), i64((c / panel) * panel * pairs + c % panel));
-          b_.CreateAlignedStore(col, scratchAt(s.scratch, at), llvm::Align(4));
+          b_.CreateAlignedStore(col, pairAt(b_.CreateAdd(q0, i64(u)), c), llvm::Align(4));
         }
       }
     });
     countedLoop(k_.varNames[s.k.var] + ".pairs", b_.CreateMul(squares, i64(w)), b_.CreateSDiv(length, i64(2)), [&](llvm::Value* q) {
-      storePairs(q, [&](llvm::Value* ptrs, llvm::Value* mask) {
-        return b_.CreateMaskedGather(words, ptrs, llvm::Align(2), mask, llvm::Constant::getNullValue(words));
+      storePairs(q, [&](llvm::Value* j, llvm::Value* mask) {
+        return b_.CreateMaskedGather(words, columnPointers(s.value, j, s.var, w), llvm::Align(2), mask, llvm::Constant::getNullValue(words));
       });
     });
     auto* odd = llvm::BasicBlock::Create(ctx_, "pairs.odd", fn_);
     auto* done = llvm::BasicBlock::Create(ctx_, "pairs.done", fn_);
     b_.CreateCondBr(b_.CreateICmpNE(b_.CreateSRem(length, i64(2)), i64(0)), odd, done);
     b_.SetInsertPoint(odd);
-    storePairs(b_.CreateSDiv(length, i64(2)), [&](llvm::Value* ptrs, llvm::Value* mask) {
-      return b_.CreateZExt(b_.CreateMaskedGather(halves, ptrs, llvm::Align(2), mask, llvm::Constant::getNullValue(halves)), words);
+    storePairs(b_.CreateSDiv(length, i64(2)), [&](llvm::Value* j, llvm::Value* mask) {
+      return b_.CreateZExt(rawGather(s.value, j, s.var, w, mask), words);
     });
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
