@@ -175,7 +175,8 @@ std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t 
             readBefore = readBefore || sameRow;
           }
         const int64_t rowBytes = b.shape.back() * dtypeBytes(b.dtype);
-        l.prefetch.push_back({e.buffer, readBefore && l.extent == b.shape.back() ? rowBytes : kPrefetchBytes});
+        const int64_t ahead = dtypeBytes(b.dtype) < 4 ? kPrefetchBytesLowPrecision : kPrefetchBytes;
+        l.prefetch.push_back({e.buffer, readBefore && l.extent == b.shape.back() ? rowBytes : ahead});
         if (std::find(names.begin(), names.end(), b.name) == names.end()) names.push_back(b.name);
       });
     }
