@@ -112,7 +112,8 @@ TEST_CASE("tile-online-softmax: the mask's comparisons skip whole key tiles, and
 
 TEST_CASE("tile-online-softmax: what it leaves as one pass, and why", "[passes][tile][online-softmax]") {
   const std::pair<const char*, const char*> kept[] = {
-      {"input x : f32[8, 9]\nm[i] = max(j: x[i, j])\noutput lse[i] = m[i] + log(sum(j: exp(x[i, j] - m[i])))\n",
+      {"input Q : f32[8, 4]\ninput K : f32[9, 4]\nS[i, j] = sum(d: Q[i, d] * K[j, d])\nm[i] = max(j: S[i, j])\n"
+       "output lse[i] = m[i] + log(sum(j: exp(S[i, j] - m[i])))\n",
        "logsumexp (no weighted sum to tile)"},
       {"input x : f32[8, 9]\ninput V : f32[9, 4]\nm[i] = max(j: x[i, j])\nP[i, j] = exp(x[i, j] - m[i])\nl[i] = sum(j: P[i, j])\n"
        "output O[i, c] = sum(j: P[i, j] * V[j, c]) / l[i]\n",
