@@ -180,8 +180,14 @@ class KernelGen {
       case StmtKind::Loop: loop(s.as<Loop>(), outermost && s.as<Loop>().parallel); break;
       case StmtKind::Store: {
         const Store& st = s.as<Store>();
-        llvm::Value* v = expr(st.value);
         const loops::Buffer& buf = p_.buffers[st.buffer];
+        // A value already rounded to the buffer's f16/bf16 (fusion's round node) is stored by the
+        // store's own rounding alone, which gives the same bits: rounding twice costs the
+        // rounding's integer work twice, and LLVM cannot see that the second one is exact.
+        const bool roundedToBuffer = st.value.kind == ExprKind::Call &&
+                                     ((st.value.builtin == Builtin::RoundBF16 && buf.dtype == DType::BF16) ||
+                                      (st.value.builtin == Builtin::RoundF16 && buf.dtype == DType::F16));
+        llvm::Value* v = expr(roundedToBuffer ? st.value.args[0] : st.value);
         llvm::StoreInst* store =
             b_.CreateAlignedStore(toStorage(v, buf.dtype), address(st.buffer, st.index), llvm::Align(elementAlign(buf.dtype)));
         if (st.streaming) {
