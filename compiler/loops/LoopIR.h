@@ -96,6 +96,9 @@ struct Loop {
   // Vectors the LLVM vectorizer keeps in flight per iteration of a vector loop
   // (llvm.loop.interleave.count); 0 leaves it to LLVM's cost model (interleave-loops).
   int interleave = 0;
+  // Runs over pairs of bf16 elements, each pair loaded and stored as one 32-bit word
+  // (pair-bf16-lanes, loops/PairBf16Lanes.h).
+  bool pairs = false;
   Block body;
   GpuLoop gpu = GpuLoop::None;  // map-gpu (CUDA pipeline only)
   std::vector<Prefetch> prefetch = {};  // stream-stores (CPU pipeline only)

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "compiler/loops/LoopIR.h"
+#include "compiler/loops/PairBf16Lanes.h"
 #include "compiler/loops/Walk.h"
 
 namespace texc::loops {
@@ -73,7 +74,7 @@ struct Printer {
         std::string prefetch;
         for (const Prefetch& f : l.prefetch)
           prefetch += fmt::format("{} {} +{} B", prefetch.empty() ? "  # prefetch" : ",", p.buffers[f.buffer].name, f.bytes);
-        const std::string interleave = l.interleave > 0 ? fmt::format(" interleave {}", l.interleave) : "";
+        const std::string interleave = fmt::format("{}{}", l.interleave > 0 ? fmt::format(" interleave {}", l.interleave) : "", l.pairs ? " bf16 pairs" : "");
         out += fmt::format("{}for {} < {}{}{}{}{}{}{}\n", pad, k.varNames[l.var], l.extent, l.parallel ? " parallel" : "",
                            l.vectorize ? " vector" : l.scalar ? " scalar" : "", interleave, l.gpu == GpuLoop::None ? "" : " ", gpuLoopName(l.gpu),
                            prefetch);
@@ -378,7 +379,7 @@ struct Verifier {
 // the top-level parallel loop over that chunk: so there is at most one parallel loop, at the top
 // level, and parallelExtent is its extent (0 without one). A loop is told to LLVM as widened or
 // as scalar, not both. Loops in a tile's epilogue are not checked here.
-void checkLoopMarks(const Kernel& k, int64_t& found, int& count, std::vector<std::string>& problems) {
+void checkLoopMarks(const LoopProgram& p, const Kernel& k, int64_t& found, int& count, std::vector<std::string>& problems) {
   auto name = [&](int v) { return v >= 0 && v < static_cast<int>(k.varNames.size()) ? k.varNames[v] : "?"; };
   walkWithEnclosing(k.body, [&](const Stmt& s, const std::vector<const Stmt*>& enclosing) {
     if (s.is<Tile>()) return WalkAction::SkipNested;
@@ -387,6 +388,9 @@ void checkLoopMarks(const Kernel& k, int64_t& found, int& count, std::vector<std
       problems.push_back(fmt::format("kernel {}: loop {} is marked both vector and scalar", k.name, name(l->var)));
     if (l && l->interleave != 0 && (!l->vectorize || l->interleave < 1))
       problems.push_back(fmt::format("kernel {}: loop {} interleaves {} vectors but is not a vector loop", k.name, name(l->var), l->interleave));
+    std::string unpairable;
+    if (l && l->pairs && !canPairBf16Lanes(p, *l, &unpairable))
+      problems.push_back(fmt::format("kernel {}: loop {} runs over bf16 pairs, but it has {}", k.name, name(l->var), unpairable));
     if (l && l->parallel) {
       if (!enclosing.empty()) problems.push_back(fmt::format("kernel {}: parallel loop {} below the kernel's top level", k.name, name(l->var)));
       else if (++count == 1) found = l->extent;
@@ -432,7 +436,7 @@ std::vector<std::string> verifyLoopProgram(const LoopProgram& p) {
     v.block(k.body);
     int64_t extent = 0;
     int count = 0;
-    checkLoopMarks(k, extent, count, problems);
+    checkLoopMarks(p, k, extent, count, problems);
     for (std::string& problem : verifyGpuMapping(p, k)) problems.push_back(std::move(problem));
     if (count > 1) problems.push_back(fmt::format("kernel {}: {} parallel loops", k.name, count));
     if (k.parallelExtent != extent)

@@ -78,6 +78,15 @@ void forEachStmt(Block& block, const std::function<void(Stmt&)>& f) {
   });
 }
 
+void forEachInnermostLoop(Block& block, const std::function<void(Loop&)>& f) {
+  walk(block, [&](Stmt& s) {
+    if (s.is<Tile>()) return WalkAction::SkipNested;
+    if (!s.is<Loop>() || anyStmt(s.as<Loop>().body, [](const Stmt& c) { return c.is<Loop>(); })) return WalkAction::Advance;
+    f(s.as<Loop>());
+    return WalkAction::SkipNested;
+  });
+}
+
 bool anyStmt(const Block& block, const std::function<bool(const Stmt&)>& pred) {
   return !walk(block, [&](const Stmt& s) { return pred(s) ? WalkAction::Stop : WalkAction::Advance; });
 }

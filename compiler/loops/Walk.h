@@ -34,6 +34,10 @@ void walkWithEnclosing(Block& block, const std::function<WalkAction(Stmt&, const
 void forEachStmt(const Block& block, const std::function<void(const Stmt&)>& f);
 void forEachStmt(Block& block, const std::function<void(Stmt&)>& f);
 
+// Calls `f` for every innermost loop under `block` (a loop that holds no loop), outside tiles:
+// the loops LLVM's vectorizer sees as they are.
+void forEachInnermostLoop(Block& block, const std::function<void(Loop&)>& f);
+
 // Whether some statement under `block` satisfies `pred`.
 bool anyStmt(const Block& block, const std::function<bool(const Stmt&)>& pred);
 

@@ -129,6 +129,9 @@ const Slot kPipeline[] = {
     // on the final loop nests, whose vector loops it marks; codegen-llvm reads the marks
     {"interleave-loops", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "a GPU thread runs one element; its latency is hidden by other warps"); }},
+    // on the final loop nests, whose bf16 loops it marks; codegen-llvm reads the marks
+    {"pair-bf16-lanes", "cpu target",
+     [](const PipelineOptions& o) { return cudaTarget(o, "a GPU thread converts its own element"); }},
     // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
     {"plan-memory", "memory plan on (--no-plan turns it off)",
      [](const PipelineOptions& o) -> std::string {

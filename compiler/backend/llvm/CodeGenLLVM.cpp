@@ -1027,6 +1027,7 @@ class KernelGen {
 
   // for (v = start; v < end; ++v) with start/end constants, or [lo, hi) for the parallel loop.
   void loop(const Loop& l, bool usesChunk) {
+    if (l.pairs) return pairedLoop(l);
     llvm::Value* start = usesChunk ? lo_ : llvm::ConstantInt::get(i64_, 0);
     llvm::Value* end = usesChunk ? hi_ : llvm::ConstantInt::get(i64_, l.extent);
     varExtents_[l.var] = l.extent;
@@ -1218,6 +1219,56 @@ class KernelGen {
     return nullptr;
   }
 
+  // A loop over bf16 pairs (loops/PairBf16Lanes.h): for (k = 0; k < extent / 2; ++k), with the
+  // loop variable at the pair's first element, 2k. Each statement runs for the even element and
+  // then for the odd one; a store writes both as one word.
+  void pairedLoop(const Loop& l) {
+    varExtents_[l.var] = l.extent;
+    llvm::BranchInst* latch = countedLoop(k_.varNames[l.var], i64(0), i64(l.extent / 2), [&](llvm::Value* pair) {
+      vars_[l.var] = b_.CreateShl(pair, 1, "", true, true);
+      pairVar_ = l.var;
+      const std::vector<loops::Prefetch>* outer = prefetched_;
+      if (!l.prefetch.empty()) prefetched_ = &l.prefetch;
+      for (const Stmt& c : l.body) {
+        if (!c.is<Store>()) {  // an update: the even element's term, then the odd one's
+          for (pairLane_ = 0; pairLane_ < 2; ++pairLane_) stmt(c, false);
+          continue;
+        }
+        const Store& st = c.as<Store>();
+        const Expr& value = st.value.kind == ExprKind::Call && st.value.builtin == Builtin::RoundBF16 ? st.value.args[0] : st.value;
+        llvm::Value* half[2];
+        for (pairLane_ = 0; pairLane_ < 2; ++pairLane_) half[pairLane_] = bf16RoundedBits(convert(expr(value), b_.getFloatTy()));
+        llvm::Value* word = b_.CreateOr(b_.CreateLShr(half[0], 16), b_.CreateAnd(half[1], b_.getInt32(0xFFFF0000u)));
+        llvm::StoreInst* store = b_.CreateAlignedStore(word, address(st.buffer, st.index), llvm::Align(2));
+        if (st.streaming) {
+          store->setMetadata(llvm::LLVMContext::MD_access_group, streamingStoreTag(m_));
+          streamed_ = true;
+        }
+      }
+      pairLane_ = 0;
+      pairVar_ = -1;
+      prefetched_ = outer;
+      vars_[l.var] = nullptr;
+    });
+    varExtents_[l.var] = 0;
+    markLoop(latch, l);
+  }
+
+  // A load of `e`'s element, tagged for a prefetch when its loop asks for one.
+  llvm::LoadInst* loadTagged(const Expr& e, llvm::Type* type, unsigned align) {
+    llvm::LoadInst* v = b_.CreateAlignedLoad(type, address(e.buffer, e.index), llvm::Align(align));
+    if (prefetched_)
+      for (const loops::Prefetch& f : *prefetched_)
+        if (f.buffer == e.buffer) v->setMetadata(llvm::LLVMContext::MD_access_group, prefetchedLoadTag(m_, f.bytes));
+    return v;
+  }
+
+  bool readsPairVar(const Expr& e) const {
+    for (const IndexExpr& ix : e.index)
+      if (texc::usesVar(ix, pairVar_)) return true;
+    return false;
+  }
+
   llvm::Value* expr(const Expr& e) {
     switch (e.kind) {
       case ExprKind::Const: return llvm::ConstantFP::get(ft_, e.constant);
@@ -1231,12 +1282,14 @@ class KernelGen {
       }
       case ExprKind::Load: {
         const loops::Buffer& buf = p_.buffers[e.buffer];
-        llvm::LoadInst* v = b_.CreateAlignedLoad(storageType(ctx_, buf.dtype), address(e.buffer, e.index),
-                                                 llvm::Align(elementAlign(buf.dtype)));
-        if (prefetched_)
-          for (const loops::Prefetch& f : *prefetched_)
-            if (f.buffer == e.buffer) v->setMetadata(llvm::LLVMContext::MD_access_group, prefetchedLoadTag(m_, f.bytes));
-        return fromStorage(v, buf.dtype);
+        if (pairVar_ >= 0 && readsPairVar(e)) {
+          // A bf16 pair as one word: the even element is its low half moved up, the odd one its
+          // high half with the low half cleared.
+          llvm::Value* word = loadTagged(e, b_.getInt32Ty(), 2);
+          llvm::Value* bits = pairLane_ == 0 ? b_.CreateShl(word, 16) : b_.CreateAnd(word, b_.getInt32(0xFFFF0000u));
+          return convert(b_.CreateBitCast(bits, b_.getFloatTy()), ft_);
+        }
+        return fromStorage(loadTagged(e, storageType(ctx_, buf.dtype), elementAlign(buf.dtype)), buf.dtype);
       }
       case ExprKind::AccRead: {
         // A max or min that met a NaN is NaN (combine: the running value itself ignores NaNs).
@@ -1328,6 +1381,8 @@ class KernelGen {
   llvm::Function* fn_ = nullptr;
   bool streamed_ = false;  // a non-temporal store was emitted: the body ends with sfence
   const std::vector<loops::Prefetch>* prefetched_ = nullptr;  // the loop being emitted: loads to prefetch
+  int pairVar_ = -1;   // the variable of the bf16 pair loop being emitted (pairedLoop), or -1
+  int pairLane_ = 0;   // which element of the pair the value being built is for: 0 even, 1 odd
   std::vector<llvm::Value*> buffers_;
   llvm::Value* lo_ = nullptr;
   llvm::Value* hi_ = nullptr;

@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <set>
 
 #include "compiler/driver/Execution.h"
 #include "PassTestSupport.h"
 #include "compiler/backend/llvm/CpuExecutable.h"
+#include "compiler/loops/LoopIR.h"
 #include "compiler/passes/Pipeline.h"
 #include "runtime/Buffer.h"
 #include "runtime/Half.h"
@@ -67,10 +70,14 @@ void store(Tensor& t, int64_t i, double v) {
 
 // Compiles `program` through the whole pipeline, runs it on one thread with `inputs` (one vector
 // per input, stored in the input's dtype) and returns the first output as doubles.
-std::vector<double> runCompiled(const TestProgram& program, const std::vector<std::vector<double>>& inputs) {
+// `loopsText`, when given, receives the final loop IR; `disabled` passes are left out.
+std::vector<double> runCompiled(const TestProgram& program, const std::vector<std::vector<double>>& inputs,
+                                std::string* loopsText = nullptr, const std::set<std::string>& disabled = {}) {
   std::unique_ptr<Session> s = startSession(program);
+  s->state().options.disabledPasses = disabled;
   REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::LLVM), Instrumentation{}));
   CompileState& st = s->state();
+  if (loopsText) *loopsText = loops::printLoopProgram(*st.loops);
   const Graph& g = *st.graph;
   REQUIRE(inputs.size() == g.inputs.size());
   std::vector<Tensor> tensors;
@@ -251,6 +258,43 @@ TEST_CASE("codegen: max and min reductions are NaN wherever the row holds a NaN"
     CHECK(m[2] == e2);
     CHECK(m[3] == e3);
   }
+}
+
+// pair-bf16-lanes reads two bf16 as one word and computes the even and the odd element apart;
+// every stored element must keep the bits of the element-by-element loop (NaN, infinities, signed
+// zeros, subnormals, ties), and a row reduction only its value up to reordering. Rows of 34: the
+// vector body and the scalar remainder of the pair loop both run.
+TEST_CASE("codegen: bf16 pair lanes store the element-by-element loop's bits", "[passes][codegen]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> x(3 * 34), g(34);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<double>((i * 37) % 101) - 50) / 7;
+  for (size_t j = 0; j < g.size(); ++j) g[j] = 1 + static_cast<double>(j) / 64;
+  x[3] = std::numeric_limits<double>::quiet_NaN();
+  x[8] = inf;
+  x[41] = -inf;
+  x[50] = -0.0;
+  x[77] = 3e-39;    // a bf16 subnormal
+  x[78] = -1e-40;
+  x[90] = 1.00390625;  // 1 + 2^-8: a tie once scaled, rounded to even
+  const char* elementwise = "input x : bf16[3, 34]\ninput g : bf16[34]\noutput y[i, j] = x[i, j] * g[j] + 0.5 * x[i, j]\n";
+  const std::set<std::string> unpaired = {"pair-bf16-lanes"};
+  std::string loops;
+  std::vector<double> y = runCompiled(inlineProgram("pairs", elementwise), {x, g}, &loops);
+  CHECK(loops.find("for j < 34 vector bf16 pairs") != std::string::npos);
+  std::vector<double> reference = runCompiled(inlineProgram("pairs", elementwise), {x, g}, &loops, unpaired);
+  CHECK(loops.find("bf16 pairs") == std::string::npos);
+  REQUIRE(y.size() == reference.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    INFO("element " << i << ": " << y[i] << " paired, " << reference[i] << " element by element");
+    CHECK(std::memcmp(&y[i], &reference[i], sizeof(double)) == 0);  // bf16 -> double is exact; NaN bits too
+  }
+  const char* rows = "input x : bf16[3, 34]\ninput g : bf16[34]\noutput s[i] = sum(j: x[i, j] * g[j])\n";
+  std::vector<double> finite = x;
+  finite[3] = finite[8] = finite[41] = 1;
+  std::vector<double> s = runCompiled(inlineProgram("pairs_sum", rows), {finite, g}, &loops);
+  CHECK(loops.find("for j < 34 bf16 pairs") != std::string::npos);
+  std::vector<double> sRef = runCompiled(inlineProgram("pairs_sum", rows), {finite, g}, nullptr, unpaired);
+  for (size_t i = 0; i < s.size(); ++i) CHECK(s[i] == Approx(sRef[i]).epsilon(1e-2));
 }
 
 }  // namespace
