@@ -101,6 +101,13 @@ const Slot kPipeline[] = {
        return o.fuse != FuseMode::All ? fmt::format("--fuse={}: row passes stay apart", o.fuse == FuseMode::None ? "none" : "elementwise")
                                       : "";
      }},
+    // after fuse-row-passes, which pairs a reduction with its row's store first
+    {"fuse-sibling-reductions", "cpu target, --fuse=all",
+     [](const PipelineOptions& o) -> std::string {
+       if (std::string c = cudaTarget(o, "the GPU mappings reduce one loop at a time"); !c.empty()) return c;
+       return o.fuse != FuseMode::All ? fmt::format("--fuse={}: the reductions stay in kernels of their own", o.fuse == FuseMode::None ? "none" : "elementwise")
+                                      : "";
+     }},
     // after the rewrites that match nests as lowered; before the user's steps, which name its result
     {"sink-unit-loops", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "the CUDA backend maps the lowered nests to its grid, all loops at once"); }},

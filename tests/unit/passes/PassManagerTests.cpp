@@ -339,8 +339,8 @@ TEST_CASE("pass manager: the pipeline order and the stages it stops at", "[passe
   CHECK(graph.rfind("parse sema split-ops constant-fold simplify cse dce ", 0) == 0);
   CHECK(graph.size() > 5);
   CHECK(graph.substr(graph.size() - 4) == " dce");
-  CHECK(names(Stage::Loops) == graph + " lower-to-loops tile tile-online-softmax fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles stream-stores interleave-loops pair-bf16-lanes");
-  CHECK(names(Stage::Plan) == graph + " lower-to-loops tile tile-online-softmax fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles stream-stores interleave-loops pair-bf16-lanes plan-memory");
+  CHECK(names(Stage::Loops) == graph + " lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops schedule-loops split-borders fuse-into-tiles stream-stores interleave-loops pair-bf16-lanes");
+  CHECK(names(Stage::Plan) == graph + " lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops schedule-loops split-borders fuse-into-tiles stream-stores interleave-loops pair-bf16-lanes plan-memory");
   for (const PassInfo* p : buildPipeline(PipelineOptions{}, Stage::LLVM)) CHECK(findPass(p->name) == p);
   CHECK(findPass("no-such-pass") == nullptr);
 }
@@ -367,7 +367,7 @@ std::string joined(const std::vector<std::string>& names) {
 TEST_CASE("pipeline: the cpu target with the default switches", "[passes][manager][pipeline]") {
   PipelineOptions cpu;
   CHECK(joined(passNames(cpu)) ==
-        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops tile tile-online-softmax fuse-row-passes sink-unit-loops "
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops "
         "split-borders fuse-into-tiles stream-stores interleave-loops pair-bf16-lanes plan-memory codegen-llvm optimize-llvm");
   // No schedule file: schedule-loops has nothing to apply and is not in the pipeline.
   CHECK_FALSE(has(passNames(cpu), "schedule-loops"));
@@ -426,7 +426,7 @@ TEST_CASE("pipeline: --no-tile, --fuse, --no-plan and the schedule file choose t
   PipelineOptions scheduled;
   REQUIRE(loops::parseScheduleText("mr = 4\nloops Y: split j 4\n", scheduled.schedule) == "");
   std::string withSchedule = joined(passNames(scheduled));
-  CHECK(withSchedule.find("tile tile-online-softmax fuse-row-passes sink-unit-loops schedule-loops split-borders fuse-into-tiles") != std::string::npos);
+  CHECK(withSchedule.find("tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops schedule-loops split-borders fuse-into-tiles") != std::string::npos);
   CHECK(whyNotInPipeline("schedule-loops", scheduled) == "");
   // A schedule file without them: tile settings only.
   PipelineOptions tileSettings;
@@ -450,7 +450,7 @@ TEST_CASE("pipeline: --no-tile, --fuse, --no-plan and the schedule file choose t
 
   PipelineOptions elementwise;
   elementwise.fuse = FuseMode::Elementwise;
-  CHECK(joined(passNames(elementwise)) == without({"fuse-row-passes", "fuse-into-tiles"}));
+  CHECK(joined(passNames(elementwise)) == without({"fuse-row-passes", "fuse-sibling-reductions", "fuse-into-tiles"}));
 
   PipelineOptions noPlan;
   noPlan.planMemory = false;
