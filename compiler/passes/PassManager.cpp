@@ -147,7 +147,14 @@ bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, 
     if (inst.verifyEachPass) verify(s, *pass);
     if (inst.printAfterAll || inst.printAfter.count(pass->name)) {
       out << fmt::format("// ----- IR after {} -----\n", pass->name);
-      out << (changed || index == 1 ? printStage(s, pass->stage) : "(unchanged)\n");
+      if (changed || index == 1) {
+        out << printStage(s, pass->stage);
+      } else {
+        out << "(unchanged)\n";
+        // A pass that decided against every candidate still says why (online-softmax's refusals).
+        if (pass->name == std::string("online-softmax"))
+          for (const std::string& d : s.onlineSoftmaxDecisions) out << fmt::format("# online-softmax {}\n", d);
+      }
     }
     if (!inst.dumpDir.empty()) {
       auto path = std::filesystem::path(inst.dumpDir) / fmt::format("{:02d}-{}.{}", index, pass->name, stageExtension(pass->stage));
