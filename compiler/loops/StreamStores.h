@@ -24,7 +24,10 @@
 // the arithmetic, not by memory, and the core's out-of-order window, full of that arithmetic,
 // holds too few loads to keep memory busy. Its loads of tensors of at least a quarter of the
 // last-level cache (contiguous in the vector loop) are then prefetched kPrefetchBytes ahead, so that memory works
-// in parallel with the arithmetic; the `# stores:` line lists them.
+// in parallel with the arithmetic. Likewise a pass that re-reads from cache a row an earlier pass
+// of the kernel read (softmax's exp after its max, layer norm's variance and normalising passes)
+// leaves memory idle unless it asks for the next row meanwhile, which it does, compute-bound or
+// not. The `# stores:` line lists the prefetched tensors, the loops how far ahead.
 #pragma once
 
 #include <cstdint>
