@@ -78,6 +78,13 @@ void forEachStmt(Block& block, const std::function<void(Stmt&)>& f) {
   });
 }
 
+const Expr& valueToRound(const LoopProgram& p, const Store& st) {
+  const DType t = p.buffers[st.buffer].dtype;
+  const bool rounded = st.value.kind == ExprKind::Call && ((st.value.builtin == Builtin::RoundBF16 && t == DType::BF16) ||
+                                                           (st.value.builtin == Builtin::RoundF16 && t == DType::F16));
+  return rounded ? st.value.args[0] : st.value;
+}
+
 void forEachInnermostLoop(Block& block, const std::function<void(Loop&)>& f) {
   walk(block, [&](Stmt& s) {
     if (s.is<Tile>()) return WalkAction::SkipNested;

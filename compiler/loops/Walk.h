@@ -34,6 +34,11 @@ void walkWithEnclosing(Block& block, const std::function<WalkAction(Stmt&, const
 void forEachStmt(const Block& block, const std::function<void(const Stmt&)>& f);
 void forEachStmt(Block& block, const std::function<void(Stmt&)>& f);
 
+// What store `st` of `p` has to round to its buffer's dtype: its value, or, when the value is
+// already rounded to the buffer's f16/bf16 (fusion's round node), the value inside that round,
+// whose rounding by the store gives the same bits. Backends round once instead of twice.
+const Expr& valueToRound(const LoopProgram& p, const Store& st);
+
 // Calls `f` for every innermost loop under `block` (a loop that holds no loop), outside tiles:
 // the loops LLVM's vectorizer sees as they are.
 void forEachInnermostLoop(Block& block, const std::function<void(Loop&)>& f);

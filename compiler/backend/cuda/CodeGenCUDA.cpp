@@ -374,12 +374,12 @@ class KernelGen {
   }
 
   std::string store(const Store& s, const LoadMap& loads) const {
-    std::string v = expr(s.value, loads);
     auto row = rowRegs_.find(s.buffer);
-    if (row != rowRegs_.end() && !laneCounter_.empty()) {
+    if (row != rowRegs_.end() && !laneCounter_.empty()) {  // a row in registers keeps the rounded value
       std::string reg = fmt::format("{}[{}]", row->second, laneCounter_);
-      return fmt::format("{} = {};", reg, predicated(v, reg));
+      return fmt::format("{} = {};", reg, predicated(expr(s.value, loads), reg));
     }
+    std::string v = expr(loops::valueToRound(p_, s), loads);
     switch (p_.buffers[s.buffer].dtype) {
       case DType::F16: v = fmt::format("texc_f16_store((float){})", v); break;
       case DType::BF16: v = fmt::format("texc_bf16_store((float){})", v); break;

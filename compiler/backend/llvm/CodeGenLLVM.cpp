@@ -167,17 +167,6 @@ class KernelGen {
     return acc && !other;
   }
 
-  // What a store rounds to its buffer's dtype. A value already rounded to the buffer's f16/bf16
-  // (fusion's round node) is stored by the store's own rounding alone, which gives the same bits:
-  // rounding twice costs the rounding's integer work twice, and LLVM cannot see that the second
-  // one is exact.
-  const Expr& valueToRound(const Store& st) const {
-    const DType t = p_.buffers[st.buffer].dtype;
-    const bool rounded = st.value.kind == ExprKind::Call && ((st.value.builtin == Builtin::RoundBF16 && t == DType::BF16) ||
-                                                             (st.value.builtin == Builtin::RoundF16 && t == DType::F16));
-    return rounded ? st.value.args[0] : st.value;
-  }
-
   // The program's tensors: every buffer before the first local one (LoopIR.h, BufferKind).
   size_t tensorCount() const {
     size_t n = 0;
@@ -192,7 +181,7 @@ class KernelGen {
       case StmtKind::Store: {
         const Store& st = s.as<Store>();
         const loops::Buffer& buf = p_.buffers[st.buffer];
-        llvm::Value* v = expr(valueToRound(st));
+        llvm::Value* v = expr(loops::valueToRound(p_, st));
         llvm::StoreInst* store =
             b_.CreateAlignedStore(toStorage(v, buf.dtype), address(st.buffer, st.index), llvm::Align(elementAlign(buf.dtype)));
         if (st.streaming) {
@@ -1240,7 +1229,7 @@ class KernelGen {
           continue;
         }
         const Store& st = c.as<Store>();
-        const Expr& value = valueToRound(st);
+        const Expr& value = loops::valueToRound(p_, st);
         llvm::Value* half[2];
         for (pairLane_ = 0; pairLane_ < 2; ++pairLane_) half[pairLane_] = bf16RoundedBits(convert(expr(value), b_.getFloatTy()));
         llvm::Value* word = b_.CreateOr(b_.CreateLShr(half[0], 16), b_.CreateAnd(half[1], b_.getInt32(0xFFFF0000u)));
