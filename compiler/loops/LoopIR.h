@@ -320,6 +320,9 @@ struct GpuMapping {
   // cp.async (sm_80+; a plain copy before), the next k-step's copies in flight during this
   // step's arithmetic, when every staged operand is stored in the compute type.
   bool asyncCopy = false;
+  // The blocks per SM that the registers are budgeted for: __launch_bounds__(threads, this), so
+  // that ptxas keeps each thread under 65536 / (threads * this) registers (tiled-contract: 2).
+  int minBlocksPerSM = 1;
   // online-tile: `tile` query rows per block (one per thread), the keys in stages of `kStep`
   // through shared memory (docs/cuda.md, "Online softmax").
   // row-block: the most accumulators one combine holds (the shared partials' rows); the phases'

@@ -191,6 +191,7 @@ class KernelGen {
     info.strategy = m_.strategy;
     info.blocks = m_.blocks;
     info.threads = m_.threads;
+    info.minBlocksPerSM = m_.minBlocksPerSM;
     info.mapping = m_.notes;
     for (size_t b = 0; b < p_.buffers.size(); ++b) {
       bool written = static_cast<int>(b) == k_.outputBuffer;
@@ -221,7 +222,8 @@ class KernelGen {
       params += fmt::format("{}{} __restrict__ {}", b ? ", " : "", info.paramTypes[b], bufferName(static_cast<int>(b)));
     out += fmt::format("// kernel {}: {}, launch <<<{}, {}>>>\n", k_.name, strategyName(info.strategy), info.blocks, info.threads);
     for (const std::string& m : info.mapping) out += "//   " + m + "\n";
-    out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}}}\n\n", info.threads, info.symbol, params, body);
+    const std::string bounds = info.minBlocksPerSM > 1 ? fmt::format("{}, {}", info.threads, info.minBlocksPerSM) : std::to_string(info.threads);
+    out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n{}}}\n\n", bounds, info.symbol, params, body);
     return info;
   }
 
@@ -1168,6 +1170,9 @@ std::vector<std::string> verifyCudaModule(const CudaModule& m, const loops::Loop
     if (m.source.find(fmt::format(") {}(", k.symbol)) == std::string::npos) problems.push_back(fmt::format("kernel {} is not in the source", k.symbol));
     if (k.blocks < 1 || k.blocks >= (int64_t{1} << 31)) problems.push_back(fmt::format("kernel {}: {} blocks", k.symbol, k.blocks));
     if (k.threads < 32 || k.threads > 1024 || k.threads % 32 != 0) problems.push_back(fmt::format("kernel {}: {} threads", k.symbol, k.threads));
+    // An SM holds at most 2048 threads (sm_80 and later).
+    if (k.minBlocksPerSM < 1 || int64_t{k.minBlocksPerSM} * k.threads > 2048)
+      problems.push_back(fmt::format("kernel {}: {} blocks of {} threads per SM", k.symbol, k.minBlocksPerSM, k.threads));
     if (k.paramTypes.size() != program.buffers.size())
       problems.push_back(fmt::format("kernel {}: {} parameters for {} buffers", k.symbol, k.paramTypes.size(), program.buffers.size()));
   }

@@ -40,6 +40,7 @@ struct CudaKernel {
   CudaStrategy strategy = CudaStrategy::GridStride;
   int64_t blocks = 1;  // 1-D grid
   int threads = 256;   // per block
+  int minBlocksPerSM = 1;  // __launch_bounds__'s second argument when above 1 (GpuMapping)
   std::vector<std::string> paramTypes;  // one C type per buffer, in buffer order
   std::vector<std::string> mapping;     // "i → blockIdx.x*256+threadIdx.x" lines
 };

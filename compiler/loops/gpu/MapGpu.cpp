@@ -11,6 +11,11 @@ namespace texc::loops::gpu {
 
 namespace {
 
+// Registers of one SM (every sm_80+ GPU), and what a tiled-contract thread needs without
+// spilling: 64 accumulators of the 8x8 block, the operands of one k step and the addresses.
+constexpr int kRegistersPerSM = 65536;
+constexpr int kMinRegistersPerThread = 128;
+
 const char* reduceName(ReduceKind r) {
   switch (r) {
     case ReduceKind::Sum: return "sum";
@@ -102,6 +107,16 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
       for (const Loop* l : outer) names += (names.empty() ? "" : ", ") + k.varNames[l->var];
       m.notes.push_back(fmt::format("{} → tile / {}, tile = blockIdx.x, grid-stride over {} tiles", names, t->tilesI * t->tilesJ, t->tiles));
     }
+    // Two blocks per SM: while one block waits at its barrier or for its copies, the other
+    // computes. The 64K registers of an SM (sm_80 and later) then allow 128 per thread, which the
+    // 8x8 register block of FMAs fits (ptxas -v, docs/cuda.md: no spills for sm_80, 32 bytes for
+    // sm_90); the staged tiles take at most 48 KB per block, so two fit in any sm_80+ SM's shared
+    // memory. The tensor-core tile keeps one block's budget: held to 128 registers it spills
+    // 76-104 bytes (it uses 168-170 without the bound).
+    m.minBlocksPerSM = m.mma.empty() && kRegistersPerSM / m.threads >= 2 * kMinRegistersPerThread ? 2 : 1;
+    if (m.minBlocksPerSM > 1)
+      m.notes.push_back(fmt::format("registers: at most {} per thread (__launch_bounds__({}, {})), so that {} blocks share an SM",
+                                    kRegistersPerSM / (m.threads * m.minBlocksPerSM), m.threads, m.minBlocksPerSM, m.minBlocksPerSM));
   } else if (std::optional<OnlineTileMatch> t = o.onlineTiles ? matchOnlineTile(p, k, shape) : std::nullopt) {
     m.strategy = GpuStrategy::OnlineTile;
     m.threads = t->rowsPerBlock * t->lanes;

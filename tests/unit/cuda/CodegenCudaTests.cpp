@@ -215,6 +215,10 @@ TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with regist
   bool noted = false;
   for (const std::string& n : k.mapping) noted = noted || has(n, "by cp.async (sm_80+)");
   CHECK(noted);
+  // Registers budgeted for two blocks per SM (128 per thread), and the mapping says so.
+  CHECK(k.minBlocksPerSM == 2);
+  CHECK(has(m.source, "extern \"C\" __global__ void __launch_bounds__(256, 2) texc_k0_C("));
+  CHECK(has(m.source, "//   registers: at most 128 per thread (__launch_bounds__(256, 2)), so that 2 blocks share an SM"));
   CHECK(has(m.source, "regs[8][8]"));
   // K = 256 is a multiple of the k-step: no tail check.
   CHECK_FALSE(has(m.source, "if (k0 + kk >= 256) break;"));
@@ -247,6 +251,8 @@ TEST_CASE("codegen-cuda: bf16 and f16 contractions run on tensor cores, f32 and 
       async = async || has(n, "cp.async");
     }
     CHECK(noted == tensor);
+    // A tensor-core tile keeps one block's register budget (at 128 registers it would spill).
+    if (tensor) CHECK(k.minBlocksPerSM == 1);
     CHECK_FALSE(async);  // 16-bit operands widened to f32 on the way (or staged as 16-bit values): no byte copies
     mma += tensor;
   }
@@ -333,7 +339,11 @@ TEST_CASE("codegen-cuda: every suite program generates, one kernel per loop kern
     std::set<std::string> names;
     for (const CudaKernel& k : m.kernels) {
       CHECK(names.insert(k.symbol).second);
-      CHECK(has(m.source, "void __launch_bounds__(" + std::to_string(k.threads) + ") " + k.symbol + "("));
+      const std::string bounds = std::to_string(k.threads) + (k.minBlocksPerSM > 1 ? ", " + std::to_string(k.minBlocksPerSM) : "");
+      CHECK(has(m.source, "void __launch_bounds__(" + bounds + ") " + k.symbol + "("));
+      // Tiled contractions of FMAs budget their registers for two blocks per SM; the others
+      // (tensor-core tiles among them) keep one.
+      CHECK((k.minBlocksPerSM == 1 || (k.minBlocksPerSM == 2 && k.strategy == CudaStrategy::TiledContraction)));
       CHECK(k.paramTypes.size() == c->state.loops->buffers.size());
       CHECK(!k.mapping.empty());
       CHECK(k.blocks >= 1);
