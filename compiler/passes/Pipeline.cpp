@@ -133,6 +133,10 @@ const Slot kPipeline[] = {
     // on the final loop nests, whose stores it marks; codegen-llvm reads the marks
     {"stream-stores", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "the GPU's stores have no non-temporal form here"); }},
+    // after stream-stores, whose streamed stores it moves; before interleave-loops, which marks
+    // the pass the stores join
+    {"pipeline-row-stores", "cpu target",
+     [](const PipelineOptions& o) { return cudaTarget(o, "a GPU block keeps its row in registers and stores it once"); }},
     // on the final loop nests, whose vector loops it marks; codegen-llvm reads the marks
     {"interleave-loops", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "a GPU thread runs one element; its latency is hidden by other warps"); }},

@@ -70,11 +70,14 @@ void store(Tensor& t, int64_t i, double v) {
 
 // Compiles `program` through the whole pipeline, runs it on one thread with `inputs` (one vector
 // per input, stored in the input's dtype) and returns the first output as doubles.
-// `loopsText`, when given, receives the final loop IR; `disabled` passes are left out.
+// `loopsText`, when given, receives the final loop IR; `disabled` passes are left out; `cpu` is
+// the CPU the code is for (--cpu; a named one gives the same caches on every host).
 std::vector<double> runCompiled(const TestProgram& program, const std::vector<std::vector<double>>& inputs,
-                                std::string* loopsText = nullptr, const std::set<std::string>& disabled = {}) {
+                                std::string* loopsText = nullptr, const std::set<std::string>& disabled = {},
+                                const std::string& cpu = "host") {
   std::unique_ptr<Session> s = startSession(program);
   s->state().options.disabledPasses = disabled;
+  s->state().options.cpu = cpu;
   REQUIRE(s->runThroughPassManager(buildPipeline(s->state().options, Stage::LLVM), Instrumentation{}));
   CompileState& st = s->state();
   if (loopsText) *loopsText = loops::printLoopProgram(*st.loops);
@@ -295,6 +298,41 @@ TEST_CASE("codegen: bf16 pair lanes store the element-by-element loop's bits", "
   CHECK(loops.find("for j < 34 bf16 pairs") != std::string::npos);
   std::vector<double> sRef = runCompiled(inlineProgram("pairs_sum", rows), {finite, g}, nullptr, unpaired);
   for (size_t i = 0; i < s.size(); ++i) CHECK(s[i] == Approx(sRef[i]).epsilon(1e-2));
+}
+
+// pipeline-row-stores moves a row's streamed stores into the next row's last pass: every
+// element keeps its value, bit for bit, with a row of NaN, one of -inf, one with +inf (NaN after the division) and signed zeros.
+// Outputs over the 32 MiB last-level cache that a named CPU (haswell) is given, so that the
+// stores stream on every host: 33 and 34 MiB, blocks of 33 and 34 rows (the steady loop takes
+// two rows a step; an even block leaves one over).
+TEST_CASE("codegen: pipelined row stores give the unpipelined bits", "[passes][codegen]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int64_t rows : {2112, 2176}) {
+    INFO(rows << " rows");
+    const int64_t cols = 4096;
+    std::vector<double> x(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>((i * 7919) % 2003) / 97 - 10;
+    x[5 * cols + 17] = std::numeric_limits<double>::quiet_NaN();
+    for (int64_t j = 0; j < cols; ++j) x[static_cast<size_t>(6 * cols + j)] = -inf;
+    x[7 * cols + 3] = inf;
+    x[8 * cols + 9] = -0.0;
+    x[static_cast<size_t>((rows - 1) * cols)] = 200;  // the last row, which the block's end stores
+    const std::string text = fmt::format(
+        "input x : f32[{}, {}]\nm[i] = max(j: x[i, j])\ne[i, j] = exp(x[i, j] - m[i])\ns[i] = sum(k: e[i, k])\noutput y[i, j] = e[i, j] / s[i]\n",
+        rows, cols);
+    std::string loops;
+    std::vector<double> y = runCompiled(inlineProgram("pipelined", text), {x}, &loops, {}, "haswell");
+    CHECK(loops.find("rows pipelined") != std::string::npos);
+    CHECK(loops.find(fmt::format("blocks of {} rows", rows / 64)) != std::string::npos);
+    std::vector<double> reference = runCompiled(inlineProgram("pipelined", text), {x}, &loops, {"pipeline-row-stores"}, "haswell");
+    CHECK(loops.find("rows pipelined") == std::string::npos);
+    REQUIRE(y.size() == reference.size());
+    size_t differing = 0;
+    for (size_t i = 0; i < y.size(); ++i) differing += std::memcmp(&y[i], &reference[i], sizeof(double)) != 0;
+    CHECK(differing == 0);
+    CHECK(std::isnan(y[5 * cols]));
+    CHECK(y[static_cast<size_t>((rows - 1) * cols)] == 1);
+  }
 }
 
 }  // namespace
