@@ -26,30 +26,36 @@ namespace {
 
 // Helpers every kernel may call; guarded so that several programs can share one translation unit.
 // max/min follow the CPU backend (NaN propagates, -0 < +0); f16/bf16 conversions round to nearest
-// even like LLVM's fptrunc and the CPU backend's bf16 code.
+// even like LLVM's fptrunc and the CPU backend's bf16 code. max/min compute every candidate first
+// and then select, so that they compile to selp rather than to branches (with early returns, or
+// a nested ?: of calls, softmax's kernel had 56 conditional branches; now 6, its loops'): of two
+// equal values the AND of their bits is +0 for a -0/+0 pair (max) and the OR is -0 (min), and
+// either operand, bit for bit, otherwise.
 const char* const kPrelude = R"(#ifndef TEXC_CUDA_PRELUDE
 #define TEXC_CUDA_PRELUDE
 __device__ __forceinline__ unsigned texc_bits(float x) { union { float f; unsigned u; } c; c.f = x; return c.u; }
 __device__ __forceinline__ float texc_float(unsigned u) { union { float f; unsigned u; } c; c.u = u; return c.f; }
+__device__ __forceinline__ unsigned long long texc_bits(double x) { union { double f; unsigned long long u; } c; c.f = x; return c.u; }
+__device__ __forceinline__ double texc_double(unsigned long long u) { union { double f; unsigned long long u; } c; c.u = u; return c.f; }
 __device__ __forceinline__ float texc_max(float a, float b) {
-  if (a != a || b != b) return a + b;
-  if (a == b) return (texc_bits(a) >> 31) ? b : a;
-  return a > b ? a : b;
+  const float ordered = a > b ? a : b, same = texc_float(texc_bits(a) & texc_bits(b)), nan = a + b;
+  const float m = a == b ? same : ordered;
+  return (a != a || b != b) ? nan : m;
 }
 __device__ __forceinline__ float texc_min(float a, float b) {
-  if (a != a || b != b) return a + b;
-  if (a == b) return (texc_bits(a) >> 31) ? a : b;
-  return a < b ? a : b;
+  const float ordered = a < b ? a : b, same = texc_float(texc_bits(a) | texc_bits(b)), nan = a + b;
+  const float m = a == b ? same : ordered;
+  return (a != a || b != b) ? nan : m;
 }
 __device__ __forceinline__ double texc_max(double a, double b) {
-  if (a != a || b != b) return a + b;
-  if (a == b) return (a == 0 && 1.0 / a < 0) ? b : a;
-  return a > b ? a : b;
+  const double ordered = a > b ? a : b, same = texc_double(texc_bits(a) & texc_bits(b)), nan = a + b;
+  const double m = a == b ? same : ordered;
+  return (a != a || b != b) ? nan : m;
 }
 __device__ __forceinline__ double texc_min(double a, double b) {
-  if (a != a || b != b) return a + b;
-  if (a == b) return (a == 0 && 1.0 / a < 0) ? a : b;
-  return a < b ? a : b;
+  const double ordered = a < b ? a : b, same = texc_double(texc_bits(a) | texc_bits(b)), nan = a + b;
+  const double m = a == b ? same : ordered;
+  return (a != a || b != b) ? nan : m;
 }
 __device__ __forceinline__ float texc_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ double texc_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }

@@ -131,6 +131,29 @@ TEST_CASE("nvrtc: f32 matmul stages its tiles with cp.async for sm_80 and sm_90,
   });
 }
 
+// The row kernels' max and min compile to selections: softmax's PTX branches only for its loops
+// (6 conditional branches; 56 and 75 unconditional ones when max had early returns).
+TEST_CASE("nvrtc: softmax's NaN-propagating max is branchless in the PTX", "[cuda][nvrtc]") {
+  std::string why;
+  if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
+  std::string ptxas = findPtxas();
+  if (ptxas.empty()) testsupport::skipUnlessCudaRequired("ptxas not found (CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
+  std::unique_ptr<Compilation> c = compileTo(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "softmax.tex", {}), Stage::CUDA);
+  REQUIRE(c->ok);
+  REQUIRE(c->state.cuda);
+  forEachArch(c->state.cuda->source, ptxas, [&](const std::string& arch, const std::string& ptx) {
+    INFO(arch);
+    size_t conditional = 0, unconditional = 0;
+    for (size_t at = ptx.find(" bra"); at != std::string::npos; at = ptx.find(" bra", at + 1)) {
+      const size_t line = ptx.rfind('\n', at);
+      (ptx.compare(line + 1, 1, "\t") == 0 && ptx.find('@', line) < at ? conditional : unconditional) += 1;
+    }
+    CHECK(conditional <= 8);
+    CHECK(ptx.find("bra.uni") == std::string::npos);
+    CHECK(ptx.find("selp.f32") != std::string::npos);
+  });
+}
+
 TEST_CASE("nvrtc: compile time of gelu, matmul and conv_pool at their default sizes", "[cuda][nvrtc]") {
   std::string why;
   if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
