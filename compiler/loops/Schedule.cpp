@@ -70,7 +70,7 @@ RegisterTile chooseRegisterTile(const MachineInfo& m, int columnVectors) {
 }
 
 TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
-                                bool canBlockK, bool chooseOrder) {
+                                bool canBlockK, bool chooseOrder, int64_t aBytes) {
   TileSchedule s;
   const int64_t w = m.vectorFloats;
   RegisterTile rt = chooseRegisterTile(m);
@@ -123,7 +123,7 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
   int64_t mc;
   std::string blockRule;
   if (s.kc) {
-    mc = m.l2Bytes / 2 / (s.kc * 4);
+    mc = m.l2Bytes / 2 / (s.kc * aBytes);
     blockRule = fmt::format("A block {}x{} <= L2/2 ({} KiB); B panel {}x{} = {} KiB <= {} ({} KiB), packed {} columns at a time "
                             "({{nc}}, <= L2/4)",
                             "{mc}", s.kc, m.l2Bytes / 2048, s.kc, s.nr, s.kc * s.nr * 4 / 1024,
@@ -132,7 +132,7 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
     if (panelInL2) blockRule += ", read from L2: a panel of 4 vectors would keep k blocks short in L1";
   } else {
     int64_t budget = m.l2Bytes * 3 / 4 - K * s.nr * 4;
-    mc = budget > 0 ? budget / (K * 4) : s.mr;
+    mc = budget > 0 ? budget / (K * aBytes) : s.mr;
     blockRule = fmt::format("k unblocked{}; A block {}x{} + B panel {}x{} <= 3/4 L2 ({} KiB)",
                             canBlockK ? "" : " (the output cannot hold partial sums)", "{mc}", K, K, s.nr,
                             m.l2Bytes * 3 / 4 / 1024);
@@ -164,7 +164,7 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
   }
   const int64_t stackLimit = int64_t{1} << 20;
   s.pack = o.pack.value_or(true) && window * s.nc * 4 <= stackLimit;
-  s.packA = o.packA.value_or(true) && s.mc * window * 4 <= stackLimit;
+  s.packA = o.packA.value_or(true) && s.mc * window * aBytes <= stackLimit;
 
   // Loop order. Rows outer packs all of B again for every row block; columns outer (BLIS's order)
   // packs each B block once and all of A again for every column block, whose B block is as wide
@@ -180,8 +180,8 @@ TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int6
     if (T > 1) wide = std::min(wide, ((N + T - 1) / T + s.nr - 1) / s.nr * s.nr);
     const int64_t ncCols = std::clamp<int64_t>(o.nc ? *o.nc / s.nr * s.nr : wide, s.nr, std::min(Npad, wide));
     const int64_t rowBlocks = (M + s.mc - 1) / s.mc, colBlocks = (N + ncCols - 1) / ncCols;
-    const double rowsMiB = static_cast<double>(M * K + K * N * rowBlocks) * 4 / (1 << 20);
-    const double colsMiB = static_cast<double>(K * N + M * K * colBlocks) * 4 / (1 << 20);
+    const double rowsMiB = static_cast<double>(M * K * aBytes + K * N * 4 * rowBlocks) / (1 << 20);
+    const double colsMiB = static_cast<double>(K * N * 4 + M * K * aBytes * colBlocks) / (1 << 20);
     s.columnsOuter = o.columnsOuter.value_or(colsMiB < rowsMiB);
     if (s.columnsOuter) s.nc = ncCols;
     order = s.columnsOuter

@@ -125,8 +125,10 @@ RegisterTile chooseRegisterTile(const MachineInfo& m, int columnVectors = 0);
 // `canBlockK`: whether the contraction can keep partial sums in its output (otherwise kc = 0).
 // `chooseOrder`: whether the nest can be built either way round (rows or columns outer); the
 // implicit-GEMM nest has its own order, and gets the rows-outer block sizes.
+// `aBytes`: bytes per element of the packed A block (4; 2 when A is packed as bf16 pairs), which
+// the A block's L2 share and the stack's limit on it are counted in.
 TileSchedule chooseTileSchedule(const MachineInfo& m, int64_t M, int64_t N, int64_t K, const ScheduleOverrides& o,
-                                bool canBlockK = true, bool chooseOrder = true);
+                                bool canBlockK = true, bool chooseOrder = true, int64_t aBytes = 4);
 
 // Parses a schedule file's text: `key = value` lines (tile, mr, nr, ku, mc, kc, nc, pack, pack_a,
 // order, conv), `loops BUFFER: step; ...` lines and '#' comments. Returns the error (with its line number) or empty.

@@ -488,9 +488,31 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       if (!colLow.empty()) o.pack = true;
       // Partial sums beside a low-precision output are kept per row block (tileOne).
       if (lowPrecisionOutput(p, c)) o.columnsOuter = false;
-      TileSchedule s = chooseTileSchedule(machine, c.M, c.N, c.K, o, canBlockK(p, c));
-      if ((!c.colContiguous || !colLow.empty()) && !s.pack) continue;  // its panel would not fit the stack scratch
-      if (!rowLow.empty() && !s.packA) continue;
+      // bf16 pairs (below) pack A at 2 bytes an element: twice the rows per block in the same L2.
+      const bool pairable = machine.bf16Dot && rowLow == "bf16" && colLow == "bf16";
+      TileSchedule s = chooseTileSchedule(machine, c.M, c.N, c.K, o, canBlockK(p, c), true, pairable ? 2 : 4);
+      // An operand that must be packed (gathered, or widened from f16/bf16) whose pack would not
+      // fit the stack scratch under the schedule file's mc or nc: halve them until it does, and
+      // say so, rather than leave the contraction untiled (bf16 matmul 2048 with mc = 1024 ran
+      // 500x slower, silently).
+      const bool needB = !c.colContiguous || !colLow.empty(), needA = !rowLow.empty();
+      std::string lowered;
+      const std::optional<int64_t> askedMc = o.mc, askedNc = o.nc;
+      while (((needA && !s.packA && o.mc && *o.mc > 1) || (needB && !s.pack && o.nc && *o.nc > 1))) {
+        if (needA && !s.packA && o.mc) o.mc = *o.mc / 2;
+        if (needB && !s.pack && o.nc) o.nc = *o.nc / 2;
+        s = chooseTileSchedule(machine, c.M, c.N, c.K, o, canBlockK(p, c), true, pairable ? 2 : 4);
+      }
+      if (askedMc && o.mc != askedMc) lowered += fmt::format("; mc = {} lowered to {}: the packed A block must fit 1 MiB of stack scratch", *askedMc, s.mc);
+      if (askedNc && o.nc != askedNc) lowered += fmt::format("; nc = {} lowered to {}: the packed B block must fit 1 MiB of stack scratch", *askedNc, s.nc);
+      if ((needB && !s.pack) || (needA && !s.packA)) {
+        k.schedule = fmt::format("not tiled: the {} operand must be packed ({}), and its pack would not fit 1 MiB of stack scratch with "
+                                 "these block sizes (kc, mc, nc)",
+                                 needA && !s.packA ? "row (A)" : "column (B)",
+                                 needA && !s.packA ? "it is " + rowLow : !colLow.empty() ? "it is " + colLow : "it is gathered");
+        continue;
+      }
+      s.explanation += lowered;
       if (!c.colContiguous)
         s.explanation += overrides.pack == false
                              ? "; pack = off ignored: B is not contiguous in j (A B^T), so it is packed (gathered) into panels"
@@ -499,7 +521,7 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       // k and the micro-kernel multiplies pairs, at twice the products per instruction of f32
       // FMAs. Exact products, sums in f32, as the f32 path. A gathered B (A B^T) has its pairs
       // side by side in memory: one 32-bit gather per vector of columns.
-      const bool pairs = machine.bf16Dot && rowLow == "bf16" && colLow == "bf16" && s.pack && s.packA;
+      const bool pairs = pairable && s.pack && s.packA;
       if (pairs)
         s.explanation += fmt::format("; A and B are bf16 on a CPU with AVX512-BF16: {}", kBf16PairsNote);
       else

@@ -187,6 +187,36 @@ TEST_CASE("tile: bf16 x bf16 on a CPU with vdpbf16ps: packed in pairs along k, t
   REQUIRE(loops::tileContractions(tiled, m, {}) == 1);
   CHECK(loops::printLoopProgram(tiled).find("A is f16, B bf16: packed and widened to f32 once per panel") != std::string::npos);
   CHECK(loops::printLoopProgram(tiled).find("bf16 pairs") == std::string::npos);
+  // A packed as pairs takes 2 bytes an element: its block gets twice the rows of an f32 block in
+  // the same half of L2 (one thread, 2048 x 2048 x 2048, k blocks of 512: up to 1020 rows, so 3
+  // blocks of 684, where f32 gets up to 510, 5 blocks of 414; B is packed once per block).
+  loops::MachineInfo one = m;
+  one.threads = 1;
+  const loops::TileSchedule f32 = loops::chooseTileSchedule(one, 2048, 2048, 2048, {});
+  const loops::TileSchedule paired = loops::chooseTileSchedule(one, 2048, 2048, 2048, {}, true, true, 2);
+  CHECK(f32.kc == 512);
+  CHECK(paired.kc == 512);
+  CHECK(f32.mc == 414);
+  CHECK(paired.mc == 684);
+  CHECK(paired.packA);
+  Lowered big = lower("bf16 2048", "input A : bf16[2048, 2048]\ninput B : bf16[2048, 2048]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n");
+  REQUIRE(loops::tileContractions(big.loops, one, {}) == 1);
+  CHECK(loops::printLoopProgram(big.loops).find("A block 684x512 <= L2/2 (1024 KiB)") != std::string::npos);
+  // A schedule file's mc whose bf16 A block would not fit the stack scratch is halved until it
+  // does, and the note says so; a K too long for even one tile's pack leaves the contraction
+  // untiled, with the reason (both were untiled without a word).
+  Lowered asked = lower("bf16 2048", "input A : bf16[2048, 2048]\ninput B : bf16[2048, 2048]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n");
+  loops::ScheduleOverrides mc2048;
+  mc2048.mc = 2048;
+  REQUIRE(loops::tileContractions(asked.loops, one, mc2048) == 1);
+  CHECK(loops::printLoopProgram(asked.loops).find("; mc = 2048 lowered to 1020: the packed A block must fit 1 MiB of stack scratch") !=
+        std::string::npos);
+  Lowered deep = lower("bf16 deep", "input A : bf16[12, 300000]\ninput B : bf16[300000, 16]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n");
+  loops::ScheduleOverrides unblocked;
+  unblocked.kc = 1 << 20;
+  unblocked.mc = 6;
+  CHECK(loops::tileContractions(deep.loops, one, unblocked) == 0);
+  CHECK(loops::printLoopProgram(deep.loops).find("not tiled: the row (A) operand must be packed (it is bf16)") != std::string::npos);
 }
 
 // Convolutions (implicit GEMM): prime sizes, so that rows (output channels, tiles of 6), pixels
