@@ -8,6 +8,7 @@
 #include "compiler/loops/Build.h"
 #include "compiler/loops/Substitute.h"
 #include "compiler/loops/Walk.h"
+#include "compiler/loops/transforms/LoopTransforms.h"
 
 namespace texc::loops {
 
@@ -26,17 +27,6 @@ IndexExpr plus(IndexExpr a, IndexExpr b) {
 }
 
 bool isVar(const IndexExpr& ix, int var) { return ix.kind == IndexExpr::Kind::Var && ix.var == var; }
-
-int newVar(Kernel& k, std::string name) {
-  auto taken = [&](const std::string& n) {
-    for (const std::string& v : k.varNames)
-      if (v == n) return true;
-    return false;
-  };
-  while (taken(name)) name += "_";
-  k.varNames.push_back(name);
-  return static_cast<int>(k.varNames.size()) - 1;
-}
 
 // The row's staged buffers read by `store`: local rows of the loop's extent, which `row` (the
 // row's statements before the store loop) writes; nullopt when the store reads something else
@@ -131,8 +121,8 @@ bool pipelineOne(LoopProgram& p, Kernel& k) {
   }
 
   const std::string rowName = k.varNames[rows.var];
-  const int blockVar = newVar(k, rowName + "b");
-  const int stepVar = newVar(k, rowName + "r");
+  const int blockVar = nest::addVar(k, rowName + "b");
+  const int stepVar = nest::addVar(k, rowName + "r");
   const IndexExpr first = affineIndex(perBlock, blockVar, 0);  // the block's first row
   auto rowOf = [&](const IndexExpr& offset) { return plus(first, offset); };
   // The stores of row `storedRow` (an offset in the block) from half `half`, in the loop over `column`.
@@ -183,7 +173,7 @@ bool pipelineOne(LoopProgram& p, Kernel& k) {
       "; rows pipelined: each row's stores run inside the next row's last pass, beside its arithmetic (blocks of {} rows, {} blocks)",
       perBlock, blocks);
   k.body = {Stmt(std::move(block))};
-  k.parallelExtent = blocks;
+  nest::refreshParallelExtent(k);
   return true;
 }
 
