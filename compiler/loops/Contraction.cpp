@@ -22,8 +22,17 @@ bool isTileOperandLoad(const LoopProgram& p, const Expr& e) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }
 
-std::optional<ReductionBody> matchReductionBody(const Block& body) {
+std::optional<ReductionBody> matchReductionBody(const Block& body, bool allowGuard) {
   if (body.size() < 3 || body.size() % 2 != 1 || !body.back().is<Store>()) return std::nullopt;
+  // The implicit-GEMM form: `acc = identity; for k { if padding { acc op= term } }; store`.
+  if (allowGuard && body.size() == 3) {
+    const auto* init = body[0].getIf<AccInit>();
+    const auto* kLoop = body[1].getIf<Loop>();
+    const Guard* guard = kLoop && kLoop->body.size() == 1 ? kLoop->body[0].getIf<Guard>() : nullptr;
+    const AccUpdate* update = guard && guard->body.size() == 1 ? guard->body[0].getIf<AccUpdate>() : nullptr;
+    if (init && update && update->acc == init->acc && update->reduce == init->reduce)
+      return ReductionBody{kLoop, update, guard, {}, &body.back().as<Store>()};
+  }
   // The pair at body[at]: `acc = identity; for k { acc op= term }`, of reduction `reduce`.
   auto pairAt = [&](size_t at, ReduceKind reduce) -> const Loop* {
     const auto* init = body[at].getIf<AccInit>();

@@ -38,13 +38,18 @@ struct Contraction {
 // Fusion may repeat the same reduction for several uses (matmul + bias + gelu reads it twice):
 // each repeat has its own accumulator and k variable, the same extent, op and term (equal up to
 // renaming its k to the first's).
+//
+// With `allowGuard`, the k loop's one statement may also be a guard around the update
+// (`for k { if padding { acc op= term } }`: the implicit-GEMM nest, ImplicitGemm.h), without
+// repeats.
 struct ReductionBody {
   const Loop* kLoop = nullptr;
-  const AccUpdate* update = nullptr;  // acc op= term, kLoop's only statement
+  const AccUpdate* update = nullptr;  // acc op= term, kLoop's only statement (or the guard's)
+  const Guard* guard = nullptr;       // with allowGuard: the padding around the update, if any
   std::vector<int> copies;            // the repeats' accumulators
   const Store* store = nullptr;       // the epilogue, last
 };
-std::optional<ReductionBody> matchReductionBody(const Block& body);
+std::optional<ReductionBody> matchReductionBody(const Block& body, bool allowGuard = false);
 
 // Whether `iLoop` is the i loop of a contraction (its body exactly the j loop); fills `c`.
 bool matchContraction(const LoopProgram& p, Stmt& iLoop, Contraction& c);

@@ -95,6 +95,15 @@ const Slot kPipeline[] = {
      [](const PipelineOptions& o) {
        return tilingOff(o, "the CUDA backend maps the one-pass kernel to its grid", "online softmax keeps one pass per row");
      }},
+    // the CUDA target's counterpart of tile for convolutions, on the nests as lowered
+    {"implicit-gemm", "cuda target, tiling on (--no-tile, or `tile = off` or `conv = direct` in the schedule file, turns it off)",
+     [](const PipelineOptions& o) -> std::string {
+       if (o.target != Target::Cuda) return "--target cpu: the tile pass builds the implicit GEMM, with packed panels";
+       if (!o.tile) return "--no-tile: convolutions keep their lowered nests";
+       if (o.schedule.tile == false) return "`tile = off` in the schedule file: convolutions keep their lowered nests";
+       if (o.schedule.conv == loops::ConvMode::Direct) return "`conv = direct` in the schedule file: convolutions keep their lowered nests";
+       return "";
+     }},
     // needs the reductions placed in their rows, which lowering does
     {"fuse-row-passes", "--fuse=all (not with --fuse=none or elementwise)",
      [](const PipelineOptions& o) -> std::string {

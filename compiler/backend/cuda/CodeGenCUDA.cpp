@@ -892,6 +892,21 @@ class KernelGen {
   }
 
   // ---- tiled contraction ---------------------------------------------------------------------------
+  // The k loop's update, and the implicit GEMM's padding guard around it (null when none).
+  static const AccUpdate& kUpdate(const Loop& kLoop) {
+    const Guard* pad = kLoop.body[0].getIf<Guard>();
+    return pad ? pad->body[0].as<AccUpdate>() : kLoop.body[0].as<AccUpdate>();
+  }
+  // "&& (unsigned)(index) < extent" per condition of that guard: the column operand is staged as
+  // 0 where one fails (one unsigned comparison covers both bounds).
+  std::string paddingCheck(const Loop& kLoop) const {
+    const Guard* pad = kLoop.body[0].getIf<Guard>();
+    std::string s;
+    if (!pad) return s;
+    const char* u = idx_ == "int" ? "unsigned" : "unsigned long long";
+    for (const GuardCond& c : pad->conds) s += fmt::format(" && ({})({}) < {}u", u, index(c.index), c.extent);
+    return s;
+  }
   // The register-staged pipeline after its first step went into buffer 0: the barrier, and the
   // k loop's head with the step's buffer (`cur`) and whether a next step follows (`more`).
   void registerStagedLoopHead(int kT, int64_t K, std::string& out) const {
@@ -923,7 +938,7 @@ class KernelGen {
     const int fragsI = kTile / 2 / 16, fragsJ = kTile / 4 / 8;
     const AccInit& first = inner[0].as<AccInit>();
     const Loop& kLoop = inner[1].as<Loop>();
-    const AccUpdate& update = kLoop.body[0].as<AccUpdate>();
+    const AccUpdate& update = kUpdate(kLoop);
     const Loop& li = *lhs_[lhs_.size() - 2];
     const Loop& lj = *lhs_.back();
     int64_t I = li.extent, J = lj.extent, K = kLoop.extent;
@@ -941,6 +956,7 @@ class KernelGen {
                        p_.buffers[aLoad.buffer].name, m_.mma);
     out += fmt::format("  __shared__ unsigned short tileB[2][{}][{}];  // {} at (k, j)\n", kT, kTile + 8, p_.buffers[bLoad.buffer].name);
     auto raw = [&](const Expr& e) { return fmt::format("{}[{}]", bufferName(e.buffer), offset(e.buffer, e.index)); };
+    const std::string padding = paddingCheck(kLoop);
     auto stage = [&](const std::string& kBase, bool toRegisters, const std::string& buf, int depth) {
       std::string pad(2 * depth, ' ');
       out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
@@ -951,8 +967,9 @@ class KernelGen {
       out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
       out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
       out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, kTile, nj, kTile);
-      out += fmt::format("{}  {} = ({} < {} && {} < {}) ? {} : (unsigned short)0;\n{}}}\n", pad,
-                         toRegisters ? "nextB[s]" : fmt::format("tileB[{}][e / {}][e % {}]", buf, kTile, kTile), nk, K, nj, J, raw(bLoad), pad);
+      out += fmt::format("{}  {} = ({} < {} && {} < {}{}) ? {} : (unsigned short)0;\n{}}}\n", pad,
+                         toRegisters ? "nextB[s]" : fmt::format("tileB[{}][e / {}][e % {}]", buf, kTile, kTile), nk, K, nj, J, padding,
+                         raw(bLoad), pad);
     };
     out += "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
     out += fmt::format("  const int g = lane / 4, t = lane % 4, wr = (warp / 4) * {}, wc = (warp % 4) * {};\n", kTile / 2, kTile / 4);
@@ -1011,7 +1028,7 @@ class KernelGen {
     const int kTile = m_.tile;
     const AccInit& first = inner[0].as<AccInit>();
     const Loop& kLoop = inner[1].as<Loop>();
-    const AccUpdate& update = kLoop.body[0].as<AccUpdate>();
+    const AccUpdate& update = kUpdate(kLoop);
     const Loop& li = *lhs_[lhs_.size() - 2];
     const Loop& lj = *lhs_.back();
     int vi = li.var, vj = lj.var, vk = kLoop.var;
@@ -1026,6 +1043,7 @@ class KernelGen {
     const std::string& nk = varNames_[vk];
     std::string a = fmt::format("acc{}", first.acc);
     ReduceKind kind = first.reduce;
+    const std::string padding = paddingCheck(kLoop);
     // Two shared buffers per operand: while the threads compute on one k-step, the next step's
     // operands travel into the other buffer, so one barrier per step suffices and the global loads
     // overlap the arithmetic. With asyncCopy they go by cp.async, straight into shared memory;
@@ -1061,7 +1079,7 @@ class KernelGen {
         out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
         out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, kTile, nj, kTile);
         move(*bLoads[n], fmt::format("B{}[s]", n), fmt::format("tileB{}[{}][e / {}][e % {}]", n, buf, kTile, kTile),
-             fmt::format("({} < {} && {} < {})", nk, K, nj, J), pad + "  ");
+             fmt::format("({} < {} && {} < {}{})", nk, K, nj, J, padding), pad + "  ");
         out += pad + "}\n";
       }
     };

@@ -85,7 +85,7 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
   constexpr int kT = 16;  // threads per tile side, and the k-step
   const std::vector<const Loop*>& lhs = shape.lhs;
   // The body the CPU's tile pass recognises too (Contraction.h), of any reduction.
-  std::optional<ReductionBody> body = matchReductionBody(*shape.inner);
+  std::optional<ReductionBody> body = matchReductionBody(*shape.inner, /*allowGuard=*/true);
   if (lhs.size() < 2 || !body) return std::nullopt;
   const Loop& kLoop = *body->kLoop;
   const AccUpdate* update = body->update;
@@ -105,6 +105,19 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
     if (uk && uj && !ui) m.colOperands.push_back(static_cast<int>(n));
   }
   if (m.rowOperands.empty() || m.colOperands.empty()) return std::nullopt;
+  // A guarded term (the implicit GEMM's padding, ImplicitGemmNest.h) is staged as a zero of its
+  // column operand where the guard fails: the term must then be exactly row operand x column
+  // operand, and the guard may not read the rows.
+  if (body->guard) {
+    const Expr& term = update->value;
+    if (update->reduce != ReduceKind::Sum || loads.size() != 2 || m.rowOperands.size() != 1 || m.colOperands.size() != 1 ||
+        term.kind != ExprKind::Binary || term.binaryOp != BinaryOp::Mul || term.args[0].kind != ExprKind::Load ||
+        term.args[1].kind != ExprKind::Load)
+      return std::nullopt;
+    for (const GuardCond& c : body->guard->conds)
+      if (usesVar(c.index, vi)) return std::nullopt;
+    m.padded = true;
+  }
   // 8x8 register blocks (128x128 tiles) when the outputs fill them, else 4x4 (64x64); the two
   // shared buffers of every operand must fit in the 48 KB a block may declare statically.
   auto sharedBytes = [&](int r) {

@@ -40,6 +40,7 @@ std::vector<std::string> unflattenExprs(const std::vector<int64_t>& extents, con
 std::vector<const Expr*> loadsInOrder(const Expr& e);
 
 // tiled-contract: inner = [acc = identity, for k { acc op= term }, (the same again)*, store f(acc)]
+// (or the implicit GEMM's `for k { if padding { acc += row x column } }`, the guard not reading i)
 // inside at least two left-hand loops i, j (the last two), extents >= 16, some loads of the term
 // reading (i, k) but not j and some (k, j) but not i, and the staged tiles fitting 48 KB.
 struct TiledMatch {
@@ -49,6 +50,7 @@ struct TiledMatch {
   int64_t tilesI = 0, tilesJ = 0, tiles = 0;
   std::string mma;  // "bf16" or "f16": the product on tensor cores (GpuMapping::mma)
   bool asyncCopy = false;  // staged with cp.async (GpuMapping::asyncCopy)
+  bool padded = false;     // the k loop's update under a guard: zeros of the column operand where it fails
 };
 std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
 

@@ -98,6 +98,9 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
                                   m.asyncCopy ? " by cp.async (sm_80+), two buffers: the next step's copies in flight during this step's "
                                                 "arithmetic"
                                               : ", two buffers: the next step's operands loaded into registers during this step's arithmetic"));
+    if (t->padded)
+      m.notes.push_back("padding: where the guard of the term fails, the column operand is staged as 0 (a skipped term adds 0 x "
+                        "the row operand: the same sum unless that is infinite or NaN, as in every library that pads with zeros)");
     if (!m.mma.empty())
       m.notes.push_back(fmt::format("tensor cores: {} operands staged as 16-bit values, 8 warps of {}x{} outputs, each a grid of "
                                     "16x8 mma.sync.m16n8k16 fragments with f32 accumulators",

@@ -17,7 +17,7 @@
 //     normalisation: computed twice, never stored), or
 //   - P contains a reduction and the factor is at most 1 (each result computed once) and
 //     --fuse=all (--fuse=elementwise keeps every reduction a kernel of its own), and
-//   - with tiling on (CPU target, no --no-tile), P is not a contraction (a sum of products of
+//   - with tiling on (no --no-tile; on the CUDA target map-gpu tiles), P is not a contraction (a sum of products of
 //     two f32 elements) read only inside reductions of its readers, nor an elementwise node on
 //     top of one (scale/bias) read only that way: the tile pass tiles a contraction with a pointwise
 //     epilogue only, so conv + scale/bias + max pool becomes a tiled conv kernel with the
@@ -186,9 +186,12 @@ bool runFuse(CompileState& s) {
     }
     // The tile pass tiles a contraction only as a kernel of its own or with a pointwise
     // epilogue: inside another reduction (conv under a max pool) it would stay untiled.
-    const bool tiling = s.options.tile && s.options.target == Target::Cpu && s.options.schedule.tile != false &&
-                        !s.options.disabledPasses.count("tile");
-    const bool convTiled = s.options.schedule.conv.value_or(loops::ConvMode::Implicit) != loops::ConvMode::Direct;
+    // On the CUDA target map-gpu tiles the contractions, and implicit-gemm gives it the
+    // convolutions.
+    const bool cuda = s.options.target == Target::Cuda;
+    const bool tiling = s.options.tile && s.options.schedule.tile != false && (cuda || !s.options.disabledPasses.count("tile"));
+    const bool convTiled = s.options.schedule.conv.value_or(loops::ConvMode::Implicit) != loops::ConvMode::Direct &&
+                           !(cuda && s.options.disabledPasses.count("implicit-gemm"));
     double total = 0;
     for (auto& [key, domain] : distinct) total += domain;
     double factor = total / static_cast<double>(pt.numElements());

@@ -293,8 +293,36 @@ TEST_CASE("codegen-cuda: small matmuls: few outputs use block reductions, short 
   CHECK(has(shortSum.source, "for (int k_ = 0; k_ < 8; ++k_) {"));
 }
 
-TEST_CASE("codegen-cuda: conv+pool keeps the skip guards", "[cuda][codegen]") {
-  CudaModule m = generate("conv_pool.tex");
+// implicit-gemm: the convolution is a tiled contraction over (output channels, pixels, c*r*s)
+// whose padding is staged as zeros of the input; the pool reads its result in a kernel of its own.
+TEST_CASE("codegen-cuda: conv+pool is an implicit GEMM whose padding is staged as zeros", "[cuda][codegen]") {
+  CudaModule m = generate("conv_pool.tex", {"N=2"});
+  REQUIRE(m.kernels.size() == 2);
+  CHECK(m.kernels[0].strategy == CudaStrategy::TiledContraction);
+  CHECK(m.kernels[1].strategy != CudaStrategy::TiledContraction);
+  CHECK(has(m.source, "//   k → row0 + threadIdx.x/16 + 16*r, r < 4"));
+  CHECK(has(m.source, "//   yx → col0 + threadIdx.x%16 + 16*c, c < 4"));
+  CHECK(has(m.source, "//   crs → k0 + kk, k0 in steps of 16"));
+  CHECK(has(m.source, "//   padding: where the guard of the term fails, the column operand is staged as 0"));
+  CHECK(has(m.source, "//   n → tile / 49, tile = blockIdx.x, grid-stride over 98 tiles"));
+  // The guard is one unsigned comparison per condition, in the input's staging only.
+  CHECK(has(m.source, "(unsigned)((((int)texc_mod(yx_, 56) + (int)texc_mod(crs_, 3)) - 1)) < 56u"));
+  CHECK_FALSE(has(m.source, "// otherwise the term is skipped"));
+}
+
+// Without tiling the convolution stays under the pool, one untiled nest with its skip guards.
+TEST_CASE("codegen-cuda: conv+pool with --no-tile keeps the skip guards", "[cuda][codegen]") {
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "conv_pool.tex", {});
+  CompileRequest r;
+  r.path = p.path.string();
+  r.options.target = Target::Cuda;
+  r.options.tile = false;
+  r.until = Stage::CUDA;
+  std::unique_ptr<Compilation> c = compileProgram(r);
+  REQUIRE(c->ok);
+  const CudaModule& m = *c->state.cuda;
+  REQUIRE(m.kernels.size() == 1);
+  CHECK(m.kernels[0].strategy == CudaStrategy::GridStride);
   CHECK(has(m.source, "// otherwise the term is skipped"));
   CHECK(has(m.source, ">= 0 && "));
 }
@@ -386,8 +414,8 @@ TEST_CASE("codegen-cuda: the cuda target replaces the LLVM passes in the pipelin
   for (const PassInfo* p : buildPipeline(cpuOptions, Stage::LLVM)) cpu += std::string(p->name) + " ";
   // The CPU-only loop passes (tile, sink-unit-loops, split-borders, fuse-into-tiles) are not in
   // the cuda pipeline; schedule-loops runs only with a schedule file's `loops` lines.
-  // map-gpu and sync-gpu-threads are the cuda pipeline's own loop passes.
-  CHECK(has(cuda, "lower-to-loops fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda "));
+  // implicit-gemm, map-gpu and sync-gpu-threads are the cuda pipeline's own loop passes.
+  CHECK(has(cuda, "lower-to-loops implicit-gemm fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda "));
   CHECK_FALSE(has(cuda, "codegen-llvm"));
   CHECK(has(cpu, "lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes plan-memory codegen-llvm optimize-llvm "));
   CHECK_FALSE(has(cpu, "codegen-cuda"));

@@ -56,6 +56,14 @@ std::vector<TestProgram> extraPrograms() {
       makeProgram(ex / "attention.tex", {"N=70", "Dh=16"}),
       makeProgram(ex / "attention.tex", {"N=45", "Dh=12"}),  // 4 lanes of 3, 32 rows per block
       makeProgram(ex / "conv_pool.tex", {"N=1", "C=4", "K=3", "H=10", "W=8"}),
+      // Convolutions as implicit GEMMs (implicit-gemm): padded, valid, rectangular and strided
+      // kernels, the pool after them, and f16/bf16 ones on tensor cores, with the padding staged
+      // as zeros; tails in rows, pixels and c*r*s.
+      makeProgram(e2e / "conv_implicit_gemm.tex", {"K=17", "C=5", "H=7", "W=9"}),
+      makeProgram(e2e / "conv_pool_fused.tex", {"K=18", "C=3"}),
+      makeProgram(e2e / "conv_stride2_tiled.tex", {"N=2", "K=16", "H=9", "W=11"}),
+      makeProgram(e2e / "lowp_conv_bf16.tex", {"K=20"}),
+      makeProgram(e2e / "lowp_conv_f16.tex", {"K=17"}),
       // Tensor cores (mma.m16n8k16, emulated lane by lane): 128x128 tiles of 8 warps with 4x4
       // fragments each, tails in every dimension, bf16 and f16 (A B^T).
       makeProgram(e2e / "lowp_matmul_bf16.tex", {"M=130", "N=129", "K=40"}),

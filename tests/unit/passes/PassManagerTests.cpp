@@ -389,12 +389,20 @@ TEST_CASE("pipeline: the cuda target leaves out the cpu passes and ends in codeg
   PipelineOptions cuda;
   cuda.target = Target::Cuda;
   CHECK(joined(passNames(cuda)) ==
-        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops implicit-gemm fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
   for (const char* name : {"tile", "tile-online-softmax", "sink-unit-loops", "split-borders", "fuse-into-tiles", "codegen-llvm", "optimize-llvm"}) {
     INFO(name);
     CHECK(whyNotInPipeline(name, cuda).rfind("--target cuda: ", 0) == 0);
   }
   CHECK(whyNotInPipeline("codegen-cuda", PipelineOptions{}).rfind("--target cpu: ", 0) == 0);
+  // implicit-gemm is the cuda target's own, and goes with tiling.
+  CHECK(whyNotInPipeline("implicit-gemm", PipelineOptions{}).rfind("--target cpu: ", 0) == 0);
+  PipelineOptions untiled = cuda;
+  untiled.tile = false;
+  CHECK(whyNotInPipeline("implicit-gemm", untiled).rfind("--no-tile: ", 0) == 0);
+  PipelineOptions direct = cuda;
+  direct.schedule.conv = loops::ConvMode::Direct;
+  CHECK(whyNotInPipeline("implicit-gemm", direct).rfind("`conv = direct`", 0) == 0);
   // Up to the loop IR, no backend pass.
   CHECK(passNames(cuda, Stage::Loops).back() == "fuse-row-passes");
 }
