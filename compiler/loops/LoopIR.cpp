@@ -88,7 +88,7 @@ std::vector<std::string> gpuMappingLines(const LoopProgram& p, const Kernel& k) 
   }
   if (m.strategy == GpuStrategy::TiledContraction) {
     out.push_back(fmt::format("tile {}x{}, {}x{} registers per thread, k-step {}; staged loads of the term: rows {}, columns {}{}", m.tile,
-                              m.tile, m.regBlock, m.regBlock, m.kStep, numbers(m.rowOperands, "#"), numbers(m.colOperands, "#"),
+                              m.tileCols, m.regBlock, m.regCols, m.kStep, numbers(m.rowOperands, "#"), numbers(m.colOperands, "#"),
                               m.copies.empty() ? "" : "; the same reduction gives " + numbers(m.copies, "acc")));
   }
   if (m.strategy == GpuStrategy::OnlineTile) {
@@ -139,8 +139,11 @@ std::vector<std::string> verifyGpuMapping(const LoopProgram& p, const Kernel& k)
   if (m.float4 && m.strategy != GpuStrategy::GridStride) fail("float4 outside a grid-stride kernel");
   for (int b : m.float4Buffers)
     if (b < 0 || b >= static_cast<int>(p.buffers.size())) fail(fmt::format("float4 buffer {} out of range", b));
-  if (m.strategy == GpuStrategy::TiledContraction && (m.tile != m.kStep * m.regBlock || m.kStep <= 0 || m.rowOperands.empty() || m.colOperands.empty()))
+  if (m.strategy == GpuStrategy::TiledContraction && (m.tile != m.kStep * m.regBlock || m.tileCols != m.kStep * m.regCols || m.kStep <= 0 ||
+                                                    (!m.mma.empty() && m.tile != m.tileCols) || m.rowOperands.empty() || m.colOperands.empty()))
     fail("a tiled contraction without a consistent tile, register block, k-step and staged operands");
+  if (m.strategy == GpuStrategy::TiledContraction && (m.stages < 2 || m.stages > 3 || (m.stages > 2 && !m.asyncCopy) || m.rowPad < 0))
+    fail("a tiled contraction with other than 2 or 3 stages (3 only with cp.async), or a negative row padding");
   if (m.strategy == GpuStrategy::OnlineTile && (m.tile != m.threads || m.kStep <= 0))
     fail("an online-tile kernel whose rows per block are not its threads, or without a key stage");
   if ((!m.sync.empty() || !m.rowEndBarrier.empty()) && m.strategy != GpuStrategy::RowBlock) fail("combines or barriers outside a row-block kernel");

@@ -302,13 +302,17 @@ struct GpuMapping {
   std::vector<int> float4Loads;  // the loads of the store's value (numbered in pre-order) read from them
   // block-reduce: the terms of the reduction, strided over the threads.
   int64_t terms = 0;
-  // tiled-contract: the output tile is tile x tile, computed by threads of regBlock x regBlock
+  // tiled-contract: the output tile is tile x tileCols, computed by threads of regBlock x regCols
   // outputs each, k advancing by kStep. The term's loads numbered in pre-order: `rowOperands`
   // read (i, k) and `colOperands` (k, j), staged through shared memory; `copies` are the
   // accumulators of the same reduction repeated, given its value.
   int tile = 0;
   int regBlock = 0;
   int kStep = 0;
+  // ... its columns: tileCols x ... of the tile, regCols of a thread's block (the tile is tile x
+  // tileCols, a thread's block regBlock x regCols; square on tensor cores).
+  int tileCols = 0;
+  int regCols = 0;
   std::vector<int> rowOperands;
   std::vector<int> colOperands;
   std::vector<int> copies;
@@ -320,6 +324,14 @@ struct GpuMapping {
   // cp.async (sm_80+; a plain copy before), the next k-step's copies in flight during this
   // step's arithmetic, when every staged operand is stored in the compute type.
   bool asyncCopy = false;
+  // tiled-contract: the shared buffers per operand (2, or 3 with asyncCopy where they fit: the
+  // copies of `stages - 1` k-steps in flight), and the padding of each row of a row operand's
+  // tile (elements, against bank conflicts).
+  int stages = 2;
+  int rowPad = 0;
+  // tiled-contract with asyncCopy: the staged operands (load numbers) copied four f32 elements
+  // of a row at a time, with 16-byte cp.async.
+  std::vector<int> vectorCopies;
   // The blocks per SM that the registers are budgeted for: __launch_bounds__(threads, this), so
   // that ptxas keeps each thread under 65536 / (threads * this) registers (tiled-contract: 2).
   int minBlocksPerSM = 1;

@@ -82,6 +82,8 @@ __device__ __forceinline__ unsigned short texc_bf16_store(float f) {
 }
 __device__ __forceinline__ long long texc_floordiv(long long a, long long c) { long long q = a / c; return (a % c < 0) ? q - 1 : q; }
 __device__ __forceinline__ long long texc_mod(long long a, long long c) { long long r = a % c; return r < 0 ? r + c : r; }
+__device__ __forceinline__ int texc_floordiv(int a, int c) { int q = a / c; return (a % c < 0) ? q - 1 : q; }
+__device__ __forceinline__ int texc_mod(int a, int c) { int r = a % c; return r < 0 ? r + c : r; }
 __device__ __forceinline__ unsigned texc_pair(unsigned short lo, unsigned short hi) { return (unsigned)lo | ((unsigned)hi << 16); }
 #endif
 )";
@@ -157,9 +159,20 @@ __device__ __forceinline__ void texc_cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
-__device__ __forceinline__ void texc_cp_async_wait_all() {
+// Four floats of a row (16-byte aligned at both ends) in one copy, cached in L2 only (.cg).
+__device__ __forceinline__ void texc_cp_async16(float* smem, const float* gmem, bool valid) {
 #if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  const unsigned to = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(gmem), "r"(valid ? 16 : 0));
+#else
+  *reinterpret_cast<float4*>(smem) = valid ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#endif
+}
+// Waits until at most N of this thread's committed groups of copies are still in flight.
+template <int N>
+__device__ __forceinline__ void texc_cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 #endif
@@ -290,10 +303,31 @@ class KernelGen {
       case IndexExpr::Kind::Add: return fmt::format("({} + {})", index(ix.ops[0]), index(ix.ops[1]));
       case IndexExpr::Kind::Sub: return fmt::format("({} - {})", index(ix.ops[0]), index(ix.ops[1]));
       case IndexExpr::Kind::Mul: return fmt::format("{} * {}", ix.constant, index(ix.ops[0]));
-      case IndexExpr::Kind::FloorDiv: return fmt::format("({})texc_floordiv({}, {})", idx_, index(ix.ops[0]), ix.constant);
-      case IndexExpr::Kind::Mod: return fmt::format("({})texc_mod({}, {})", idx_, index(ix.ops[0]), ix.constant);
+      // A non-negative operand divides as C does (by a constant: a multiply-high and a shift);
+      // otherwise the helpers round toward -infinity, in the kernel's index width.
+      case IndexExpr::Kind::FloorDiv:
+        if (nonNegative(ix.ops[0])) return fmt::format("({} / {})", index(ix.ops[0]), ix.constant);
+        return fmt::format("texc_floordiv(({}){}, ({}){})", idx_, index(ix.ops[0]), idx_, ix.constant);
+      case IndexExpr::Kind::Mod:
+        if (nonNegative(ix.ops[0])) return fmt::format("({} % {})", index(ix.ops[0]), ix.constant);
+        return fmt::format("texc_mod(({}){}, ({}){})", idx_, index(ix.ops[0]), idx_, ix.constant);
     }
     return "?";
+  }
+  // Whether `ix` is >= 0 for every value of its variables (loop variables count from 0, and the
+  // mapped ones, row0 + ..., k0 + kk, from 0 too); floor division and modulo by the positive
+  // constants of the language keep that.
+  static bool nonNegative(const IndexExpr& ix) {
+    switch (ix.kind) {
+      case IndexExpr::Kind::Const: return ix.constant >= 0;
+      case IndexExpr::Kind::Var: return true;
+      case IndexExpr::Kind::Add: return nonNegative(ix.ops[0]) && nonNegative(ix.ops[1]);
+      case IndexExpr::Kind::Sub: return false;
+      case IndexExpr::Kind::Mul: return ix.constant >= 0 && nonNegative(ix.ops[0]);
+      case IndexExpr::Kind::FloorDiv:
+      case IndexExpr::Kind::Mod: return nonNegative(ix.ops[0]);
+    }
+    return false;
   }
 
   std::string offset(int buffer, const std::vector<IndexExpr>& idx) const {
@@ -918,10 +952,10 @@ class KernelGen {
 
   // The grid-stride loop over a tiled contraction's output tiles (the batch loops outermost, then
   // rows, then columns): the tile's first row and column, and the batch variables bound.
-  void tileLoopHead(int64_t tilesI, int64_t tilesJ, int kTile, std::string& out) const {
+  void tileLoopHead(int64_t tilesI, int64_t tilesJ, int tileI, int tileJ, std::string& out) const {
     out += fmt::format("  for ({} tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n", idx_, m_.work);
-    out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, kTile);
-    out += fmt::format("    const {} row0 = ((tile / {}) % {}) * {};\n", idx_, tilesJ, tilesI, kTile);
+    out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, tileJ);
+    out += fmt::format("    const {} row0 = ((tile / {}) % {}) * {};\n", idx_, tilesJ, tilesI, tileI);
     std::vector<const Loop*> outer(lhs_.begin(), lhs_.end() - 2);
     if (!outer.empty()) bind(outer, fmt::format("(tile / {})", tilesJ * tilesI), 2, out);
   }
@@ -973,7 +1007,7 @@ class KernelGen {
     };
     out += "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
     out += fmt::format("  const int g = lane / 4, t = lane % 4, wr = (warp / 4) * {}, wc = (warp % 4) * {};\n", kTile / 2, kTile / 4);
-    tileLoopHead(tilesI, tilesJ, kTile, out);
+    tileLoopHead(tilesI, tilesJ, kTile, kTile, out);
     out += fmt::format("    float frag[{}][{}][4];\n", fragsI, fragsJ);
     out += fmt::format("#pragma unroll\n    for (int a = 0; a < {}; ++a)\n#pragma unroll\n      for (int b = 0; b < {}; ++b)\n"
                        "#pragma unroll\n        for (int e = 0; e < 4; ++e) frag[a][b][e] = 0.0f;\n", fragsI, fragsJ);
@@ -1018,14 +1052,14 @@ class KernelGen {
     out += "        }\n      }\n    }\n  }\n";
   }
 
-  // inner = [acc = identity, for k { acc op= term }, (copies), store f(acc)]: a tile x tile block
-  // of (i, j) per block of kStep x kStep threads, each thread a regBlock x regBlock register
+  // inner = [acc = identity, for k { acc op= term }, (copies), store f(acc)]: a tile x tileCols
+  // block of (i, j) per block of kStep x kStep threads, each thread a regBlock x regCols register
   // block, k in steps of kStep with the mapping's row and column operands staged in shared memory.
   void tiledContraction(const Block& inner, std::string& out) const {
     if (!m_.mma.empty()) return tiledContractionMma(inner, out);
     const int kT = m_.kStep;
-    const int kR = m_.regBlock;
-    const int kTile = m_.tile;
+    const int kRI = m_.regBlock, kRJ = m_.regCols;  // a thread's rows and columns
+    const int tileI = m_.tile, tileJ = m_.tileCols;
     const AccInit& first = inner[0].as<AccInit>();
     const Loop& kLoop = inner[1].as<Loop>();
     const AccUpdate& update = kUpdate(kLoop);
@@ -1037,7 +1071,7 @@ class KernelGen {
     std::vector<const Expr*> aLoads, bLoads;
     for (int n : m_.rowOperands) aLoads.push_back(loads[n]);
     for (int n : m_.colOperands) bLoads.push_back(loads[n]);
-    int64_t tilesI = (I + kTile - 1) / kTile, tilesJ = (J + kTile - 1) / kTile;
+    int64_t tilesI = (I + tileI - 1) / tileI, tilesJ = (J + tileJ - 1) / tileJ;
     const std::string& ni = varNames_[vi];
     const std::string& nj = varNames_[vj];
     const std::string& nk = varNames_[vk];
@@ -1050,24 +1084,41 @@ class KernelGen {
     // otherwise they are loaded into registers during the step and stored after it.
     LoadMap staged;
     for (size_t n = 0; n < aLoads.size(); ++n) {
-      out += fmt::format("  __shared__ {} tileA{}[2][{}][{}];  // {} at (i, k), padded against bank conflicts\n", t_, n, kTile, kT + 1,
-                         p_.buffers[aLoads[n]->buffer].name);
+      out += fmt::format("  __shared__ {} tileA{}[{}][{}][{}];  // {} at (i, k){}\n", t_, n, m_.stages, tileI, kT + m_.rowPad,
+                         p_.buffers[aLoads[n]->buffer].name, m_.rowPad ? ", padded against bank conflicts" : "");
       staged[aLoads[n]] = fmt::format("tileA{}[cur][ty + {} * r][kk]", n, kT);
     }
     for (size_t n = 0; n < bLoads.size(); ++n) {
-      out += fmt::format("  __shared__ {} tileB{}[2][{}][{}];  // {} at (k, j)\n", t_, n, kT, kTile, p_.buffers[bLoads[n]->buffer].name);
+      out += fmt::format("  __shared__ {} tileB{}[{}][{}][{}];  // {} at (k, j)\n", t_, n, m_.stages, kT, tileJ, p_.buffers[bLoads[n]->buffer].name);
       staged[bLoads[n]] = fmt::format("tileB{}[cur][kk][tx + {} * c]", n, kT);
     }
-    // Staging: each thread moves kR elements of every operand tile for k-step `kBase`; elements
-    // out of range are 0 and never combined (their terms are skipped below).
-    const int slots = kTile * kT / (kT * kT);
+    // Staging: each thread moves kRI elements of every row operand's tile and kRJ of every column
+    // operand's for k-step `kBase`; elements out of range are 0 and never combined (their terms
+    // are skipped below).
+    const int slotsA = tileI * kT / (kT * kT), slotsB = tileJ * kT / (kT * kT);
     // For every element this thread stages of each operand tile at k-step `kBase`: its loop, its
     // indices, then `move(load, slot, dest, inside, pad)` writes the statements that move it, where
     // `slot` is "A0[s]"-like and `dest` the element of buffer `buf` of the shared tile.
+    // With `vector` (an operand of GpuMapping::vectorCopies, async only), `move` gets the first
+    // element of each group of four and moves the group.
+    auto isVector = [&](const Expr* e) {
+      for (int n : m_.vectorCopies)
+        if (loads[n] == e) return true;
+      return false;
+    };
     auto forEachStaged = [&](const std::string& kBase, const std::string& buf, int depth, auto move) {
       std::string pad(2 * depth, ' ');
       for (size_t n = 0; n < aLoads.size(); ++n) {
-        out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
+        if (isVector(aLoads[n])) {  // rows of kT elements: kT / 4 groups each
+          out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, tileI * kT / 4 / (kT * kT));
+          out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
+          out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + 4 * (e % {});\n", pad, idx_, ni, kT / 4, nk, kBase, kT / 4);
+          move(*aLoads[n], "", fmt::format("tileA{}[{}][e / {}][4 * (e % {})]", n, buf, kT / 4, kT / 4),
+               fmt::format("({} < {} && {} < {})", ni, I, nk, K), pad + "  ");
+          out += pad + "}\n";
+          continue;
+        }
+        out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slotsA);
         out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
         out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + e % {};\n", pad, idx_, ni, kT, nk, kBase, kT);
         move(*aLoads[n], fmt::format("A{}[s]", n), fmt::format("tileA{}[{}][e / {}][e % {}]", n, buf, kT, kT),
@@ -1075,10 +1126,19 @@ class KernelGen {
         out += pad + "}\n";
       }
       for (size_t n = 0; n < bLoads.size(); ++n) {
-        out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
+        if (isVector(bLoads[n])) {  // rows of tileJ elements: tileJ / 4 groups each
+          out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, tileJ * kT / 4 / (kT * kT));
+          out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
+          out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + 4 * (e % {});\n", pad, idx_, nk, kBase, tileJ / 4, nj, tileJ / 4);
+          move(*bLoads[n], "", fmt::format("tileB{}[{}][e / {}][4 * (e % {})]", n, buf, tileJ / 4, tileJ / 4),
+               fmt::format("({} < {} && {} < {})", nk, K, nj, J), pad + "  ");
+          out += pad + "}\n";
+          continue;
+        }
+        out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slotsB);
         out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
-        out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, kTile, nj, kTile);
-        move(*bLoads[n], fmt::format("B{}[s]", n), fmt::format("tileB{}[{}][e / {}][e % {}]", n, buf, kTile, kTile),
+        out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, tileJ, nj, tileJ);
+        move(*bLoads[n], fmt::format("B{}[s]", n), fmt::format("tileB{}[{}][e / {}][e % {}]", n, buf, tileJ, tileJ),
              fmt::format("({} < {} && {} < {}{})", nk, K, nj, J, padding), pad + "  ");
         out += pad + "}\n";
       }
@@ -1094,36 +1154,45 @@ class KernelGen {
     auto stageAsync = [&](const std::string& kBase, const std::string& buf, int depth) {
       forEachStaged(kBase, buf, depth, [&](const Expr& e, const std::string&, const std::string& dest, const std::string& ok, const std::string& pad) {
         out += fmt::format("{}const bool ok = {};\n", pad, ok);
-        out += fmt::format("{}texc_cp_async(&{}, ok ? &{} : {}, ok);\n", pad, dest, load(e), bufferName(e.buffer));
+        out += fmt::format("{}texc_cp_async{}(&{}, ok ? &{} : {}, ok);\n", pad, isVector(&e) ? "16" : "", dest, load(e), bufferName(e.buffer));
       });
       out += fmt::format("{}texc_cp_async_commit();\n", std::string(2 * depth, ' '));
     };
     out += fmt::format("  const int tx = threadIdx.x % {}, ty = threadIdx.x / {};\n", kT, kT);
-    tileLoopHead(tilesI, tilesJ, kTile, out);
-    out += fmt::format("    {} regs[{}][{}];\n", t_, kR, kR);
-    out += fmt::format("#pragma unroll\n    for (int r = 0; r < {}; ++r)\n#pragma unroll\n      for (int c = 0; c < {}; ++c) regs[r][c] = {};\n", kR, kR,
+    tileLoopHead(tilesI, tilesJ, tileI, tileJ, out);
+    out += fmt::format("    {} regs[{}][{}];\n", t_, kRI, kRJ);
+    out += fmt::format("#pragma unroll\n    for (int r = 0; r < {}; ++r)\n#pragma unroll\n      for (int c = 0; c < {}; ++c) regs[r][c] = {};\n", kRI, kRJ,
                        identity(kind));
     auto computeStep = [&]() {
       out += fmt::format("#pragma unroll\n      for (int kk = 0; kk < {}; ++kk) {{\n", kT);
       if (K % kT != 0) out += fmt::format("        if (k0 + kk >= {}) break;\n", K);
       out += fmt::format("        const {} {} = k0 + kk;\n", idx_, nk);
-      out += fmt::format("#pragma unroll\n        for (int r = 0; r < {}; ++r) {{\n", kR);
+      out += fmt::format("#pragma unroll\n        for (int r = 0; r < {}; ++r) {{\n", kRI);
       out += fmt::format("          const {} {} = row0 + ty + {} * r;\n", idx_, ni, kT);
-      out += fmt::format("#pragma unroll\n          for (int c = 0; c < {}; ++c) {{\n", kR);
+      out += fmt::format("#pragma unroll\n          for (int c = 0; c < {}; ++c) {{\n", kRJ);
       out += fmt::format("            const {} {} = col0 + tx + {} * c;\n", idx_, nj, kT);
       out += fmt::format("            regs[r][c] = {};\n", combine(kind, "regs[r][c]", expr(update.value, staged)));
       out += "          }\n        }\n      }\n";
     };
     if (m_.asyncCopy) {
-      out += "    // the first k-step's copies, into buffer 0\n";
-      stageAsync("0", "0", 2);
+      // S stages: the copies of steps k+1 .. k+S-1 are in flight while step k computes. Every
+      // step commits one group of copies (empty past the end), so that waiting until at most
+      // S-2 groups are pending means this step's have landed.
+      const int S = m_.stages;
+      for (int st = 0; st + 1 < S; ++st) {
+        out += fmt::format("    // k-step {}'s copies, into buffer {}\n", st, st);
+        if (st * kT < K) stageAsync(std::to_string(st * kT), std::to_string(st), 2);
+        else out += "    texc_cp_async_commit();  // past K: an empty group keeps the count\n";
+      }
       out += fmt::format("    for ({} k0 = 0; k0 < {}; k0 += {}) {{\n", idx_, K, kT);
-      out += fmt::format("      const int cur = (int)(k0 / {}) & 1;\n", kT);
-      out += "      texc_cp_async_wait_all();  // this thread's copies of this step have landed\n";
-      out += "      __syncthreads();  // everyone's have, and everyone is done with the other buffer\n";
-      out += fmt::format("      if (k0 + {} < {}) {{  // the next step's copies, in flight during this step\n", kT, K);
-      stageAsync(fmt::format("(k0 + {})", kT), "cur ^ 1", 4);
-      out += "      }\n";
+      out += fmt::format("      const int cur = (int)(k0 / {}) % {};\n", kT, S);
+      out += fmt::format("      texc_cp_async_wait<{}>();  // this thread's copies of this step have landed{}\n", S - 2,
+                         S > 2 ? " (the next step's may not have)" : "");
+      out += "      __syncthreads();  // everyone's have, and everyone is done with the buffer of the step before\n";
+      out += fmt::format("      if (k0 + {} < {}) {{  // step k0 + {}'s copies, into that buffer, in flight during this step\n", (S - 1) * kT, K,
+                         (S - 1) * kT);
+      stageAsync(fmt::format("(k0 + {})", (S - 1) * kT), S == 2 ? "cur ^ 1" : fmt::format("(cur + {}) % {}", S - 1, S), 4);
+      out += "      } else {\n        texc_cp_async_commit();  // an empty group keeps the count\n      }\n";
       computeStep();
       out += "    }\n";
       out += "    __syncthreads();  // the next tile's first copies go into buffers still being read\n";
@@ -1131,8 +1200,8 @@ class KernelGen {
       out += "    // the first k-step into buffer 0\n";
       stage("0", false, "0", 2);
       registerStagedLoopHead(kT, K, out);
-      for (size_t n = 0; n < aLoads.size(); ++n) out += fmt::format("      {} nextA{}[{}];\n", t_, n, slots);
-      for (size_t n = 0; n < bLoads.size(); ++n) out += fmt::format("      {} nextB{}[{}];\n", t_, n, slots);
+      for (size_t n = 0; n < aLoads.size(); ++n) out += fmt::format("      {} nextA{}[{}];\n", t_, n, slotsA);
+      for (size_t n = 0; n < bLoads.size(); ++n) out += fmt::format("      {} nextB{}[{}];\n", t_, n, slotsB);
       out += "      if (more) {  // the next k-step's operands, into registers\n";
       stage(fmt::format("(k0 + {})", kT), true, "", 4);
       out += "      }\n";
@@ -1141,18 +1210,18 @@ class KernelGen {
       for (size_t n = 0; n < aLoads.size(); ++n)
         out += fmt::format("#pragma unroll\n        for (int s = 0; s < {}; ++s) {{\n          const int e = threadIdx.x + {} * s;\n"
                            "          tileA{}[cur ^ 1][e / {}][e % {}] = nextA{}[s];\n        }}\n",
-                           slots, kT * kT, n, kT, kT, n);
+                           slotsA, kT * kT, n, kT, kT, n);
       for (size_t n = 0; n < bLoads.size(); ++n)
         out += fmt::format("#pragma unroll\n        for (int s = 0; s < {}; ++s) {{\n          const int e = threadIdx.x + {} * s;\n"
                            "          tileB{}[cur ^ 1][e / {}][e % {}] = nextB{}[s];\n        }}\n",
-                           slots, kT * kT, n, kTile, kTile, n);
+                           slotsB, kT * kT, n, tileJ, tileJ, n);
       out += "      }\n";
       out += "      __syncthreads();  // the next step's buffer is full; this step's may be overwritten\n    }\n";
     }
     // Unrolled, so that regs stays in registers (a loop indexing it would put it in local memory).
-    out += fmt::format("#pragma unroll\n    for (int r = 0; r < {}; ++r) {{\n", kR);
+    out += fmt::format("#pragma unroll\n    for (int r = 0; r < {}; ++r) {{\n", kRI);
     out += fmt::format("      const {} {} = row0 + ty + {} * r;\n", idx_, ni, kT);
-    out += fmt::format("#pragma unroll\n      for (int c = 0; c < {}; ++c) {{\n", kR);
+    out += fmt::format("#pragma unroll\n      for (int c = 0; c < {}; ++c) {{\n", kRJ);
     out += fmt::format("        const {} {} = col0 + tx + {} * c;\n", idx_, nj, kT);
     out += fmt::format("        if ({} >= {} || {} >= {}) continue;\n", ni, I, nj, J);
     out += declareAccs(4);

@@ -118,15 +118,6 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
       if (usesVar(c.index, vi)) return std::nullopt;
     m.padded = true;
   }
-  // 8x8 register blocks (128x128 tiles) when the outputs fill them, else 4x4 (64x64); the two
-  // shared buffers of every operand must fit in the 48 KB a block may declare statically.
-  auto sharedBytes = [&](int r) {
-    return 2 * (static_cast<int64_t>(m.rowOperands.size()) * kT * r * (kT + 1) + static_cast<int64_t>(m.colOperands.size()) * kT * kT * r) *
-           dtypeBytes(k.computeType);
-  };
-  m.regBlock = I >= 128 && J >= 128 && sharedBytes(8) <= 48 * 1024 ? 8 : 4;
-  if (sharedBytes(m.regBlock) > 48 * 1024) return std::nullopt;
-  m.tile = kT * m.regBlock;
   // Tensor cores: a sum of products of exactly one f16 or bf16 row operand and one column
   // operand of the same dtype (the products are exact in f32, the sums f32, as on the CUDA
   // cores); anything else in the term (a scale, a third factor) keeps the scalar tile.
@@ -144,8 +135,55 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
     for (const std::vector<int>* side : {&m.rowOperands, &m.colOperands})
       for (int n : *side) m.asyncCopy = m.asyncCopy && p.buffers[loads[n]->buffer].dtype == k.computeType;
   }
+  // 16-byte copies (four f32 elements of a row, one cp.async) for an operand whose last index is
+  // the tile's inner variable alone (k of A[.., i, k], j of B[.., k, j]) over rows of a multiple
+  // of 4 elements, and whose extent along it is one too: every group of four is then wholly in
+  // or out of the tensor, and 16-byte aligned in memory (buffers are 256-byte aligned) and in
+  // the shared tile. A copy per four elements leaves fewer addresses in registers.
+  auto alongLastIndex = [&](const Expr& e, int var) {
+    const IndexExpr& last = e.index.back();
+    if (last.kind != IndexExpr::Kind::Var || last.var != var) return false;
+    for (size_t d = 0; d + 1 < e.index.size(); ++d)
+      if (usesVar(e.index[d], var)) return false;
+    return p.buffers[e.buffer].shape.back() % 4 == 0;
+  };
+  if (m.asyncCopy && k.computeType == DType::F32) {
+    for (int n : m.rowOperands)
+      if (K % 4 == 0 && alongLastIndex(*loads[n], vk)) m.vectorCopies.push_back(n);
+    for (int n : m.colOperands)
+      if (J % 4 == 0 && alongLastIndex(*loads[n], vj)) m.vectorCopies.push_back(n);
+  }
+  const bool allVector = m.vectorCopies.size() == m.rowOperands.size() + m.colOperands.size();
+  // The row operand's tile rows are padded by one element against bank conflicts, except where
+  // every operand is copied 16 bytes at a time (the rows must stay 16-byte aligned; in f32 the
+  // two rows a warp reads at once then lie 16 words apart, in different banks anyway).
+  m.rowPad = allVector ? 0 : 1;
+  // 8 rows (or columns) of registers per thread, 128 of the tile, along a dimension of at least
+  // 128 outputs, else 4 (64): 128x128 tiles for large products, 64x128 for 64 output channels
+  // (a convolution's implicit GEMM: 12 shared loads per 32 FMAs where 64x64 has 8 per 16). The
+  // tensor-core tile stays square. The two shared buffers of every operand must fit in the 48 KB
+  // a block may declare statically; the larger side gives way first.
+  auto stageBytes = [&](int rI, int rJ) {
+    return (static_cast<int64_t>(m.rowOperands.size()) * kT * rI * (kT + m.rowPad) + static_cast<int64_t>(m.colOperands.size()) * kT * kT * rJ) *
+           dtypeBytes(k.computeType);
+  };
+  auto sharedBytes = [&](int rI, int rJ) { return 2 * stageBytes(rI, rJ); };
+  int rI = I >= 128 ? 8 : 4, rJ = J >= 128 ? 8 : 4;
+  if (!m.mma.empty()) rI = rJ = std::min(rI, rJ);
+  while (sharedBytes(rI, rJ) > 48 * 1024 && (rI > 4 || rJ > 4)) (rI >= rJ ? rI : rJ) = 4;
+  if (sharedBytes(rI, rJ) > 48 * 1024) return std::nullopt;
+  m.regBlock = rI;
+  m.regCols = rJ;
+  m.tile = kT * rI;
+  m.tileCols = kT * rJ;
+  // Three stages of copies where three fit in the 48 KB (128x128 f32 tiles: 16 KB a stage) and
+  // every staged operand is copied 16 bytes at a time: the copies of the next two k-steps are
+  // in flight during each step's arithmetic. With element copies (the implicit GEMM's gathered
+  // input) the third stage's addresses cost registers: ptxas spilled 52 bytes at 128 registers
+  // for the convolution of conv_pool.tex, none with two stages.
+  m.stages = m.asyncCopy && allVector && 3 * stageBytes(rI, rJ) <= 48 * 1024 ? 3 : 2;
   m.tilesI = (I + m.tile - 1) / m.tile;
-  m.tilesJ = (J + m.tile - 1) / m.tile;
+  m.tilesJ = (J + m.tileCols - 1) / m.tileCols;
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < lhs.size(); ++d) batch *= lhs[d]->extent;
   m.tiles = batch * m.tilesI * m.tilesJ;

@@ -44,13 +44,17 @@ std::vector<const Expr*> loadsInOrder(const Expr& e);
 // inside at least two left-hand loops i, j (the last two), extents >= 16, some loads of the term
 // reading (i, k) but not j and some (k, j) but not i, and the staged tiles fitting 48 KB.
 struct TiledMatch {
-  int tile = 0, regBlock = 0, kStep = 16;
+  int tile = 0, regBlock = 0, kStep = 16;  // the tile's rows, and each thread's
+  int tileCols = 0, regCols = 0;           // its columns, and each thread's
   std::vector<int> rowOperands, colOperands;  // load numbers in the term
   std::vector<int> copies;                    // accumulators of the repeated reductions
   int64_t tilesI = 0, tilesJ = 0, tiles = 0;
   std::string mma;  // "bf16" or "f16": the product on tensor cores (GpuMapping::mma)
   bool asyncCopy = false;  // staged with cp.async (GpuMapping::asyncCopy)
   bool padded = false;     // the k loop's update under a guard: zeros of the column operand where it fails
+  int stages = 2;          // shared buffers per operand (GpuMapping::stages)
+  int rowPad = 0;          // elements of padding per row of a row operand's shared tile
+  std::vector<int> vectorCopies;  // staged operands copied 16 bytes at a time (GpuMapping::vectorCopies)
 };
 std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
 

@@ -68,12 +68,17 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     m.blocks = std::max<int64_t>(1, std::min<int64_t>(t->tiles, o.maxBlocks));
     m.tile = t->tile;
     m.regBlock = t->regBlock;
+    m.tileCols = t->tileCols;
+    m.regCols = t->regCols;
     m.kStep = t->kStep;
     m.rowOperands = t->rowOperands;
     m.colOperands = t->colOperands;
     m.copies = t->copies;
     m.mma = t->mma;
     m.asyncCopy = t->asyncCopy;
+    m.stages = t->stages;
+    m.rowPad = t->rowPad;
+    m.vectorCopies = t->vectorCopies;
     const Loop& li = *shape.lhs[shape.lhs.size() - 2];
     const Loop& lj = *shape.lhs.back();
     const Loop& kLoop = inner[1].as<Loop>();
@@ -87,7 +92,7 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
       m.notes.push_back(fmt::format("{} → row0 + threadIdx.x/{} + {}*r, r < {} (row0: the {}-row tile of blockIdx.x)", k.varNames[li.var], kT,
                                     kT, t->regBlock, t->tile));
       m.notes.push_back(fmt::format("{} → col0 + threadIdx.x%{} + {}*c, c < {} (col0: the {}-column tile of blockIdx.x)", k.varNames[lj.var],
-                                    kT, kT, t->regBlock, t->tile));
+                                    kT, kT, t->regCols, t->tileCols));
     } else {
       m.notes.push_back(fmt::format("{} → row0 + {}*(warp/4) + 16*a + lane/4 (+8), a < {} (row0: the {}-row tile of blockIdx.x)",
                                     k.varNames[li.var], t->tile / 2, t->tile / 32, t->tile));
@@ -95,9 +100,20 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
                                     k.varNames[lj.var], t->tile / 4, t->tile / 32, t->tile));
     }
     m.notes.push_back(fmt::format("{} → k0 + kk, k0 in steps of {} staged through shared memory{}", k.varNames[kLoop.var], kT,
-                                  m.asyncCopy ? " by cp.async (sm_80+), two buffers: the next step's copies in flight during this step's "
-                                                "arithmetic"
-                                              : ", two buffers: the next step's operands loaded into registers during this step's arithmetic"));
+                                  !m.asyncCopy     ? ", two buffers: the next step's operands loaded into registers during this step's arithmetic"
+                                  : m.stages == 3 ? " by cp.async (sm_80+), three buffers: the next two steps' copies in flight during this "
+                                                    "step's arithmetic"
+                                                  : " by cp.async (sm_80+), two buffers: the next step's copies in flight during this step's "
+                                                    "arithmetic"));
+    if (!t->vectorCopies.empty()) {
+      std::string names;
+      for (int n : t->vectorCopies) {
+        const Expr& e = *loadsInOrder(inner[1].as<Loop>().body[0].is<AccUpdate>() ? inner[1].as<Loop>().body[0].as<AccUpdate>().value
+                                                                                     : inner[1].as<Loop>().body[0].as<Guard>().body[0].as<AccUpdate>().value)[n];
+        names += (names.empty() ? "" : ", ") + p.buffers[e.buffer].name;
+      }
+      m.notes.push_back(fmt::format("16-byte copies (four elements of a row each, cp.async.cg): {}", names));
+    }
     if (t->padded)
       m.notes.push_back("padding: where the guard of the term fails, the column operand is staged as 0 (a skipped term adds 0 x "
                         "the row operand: the same sum unless that is infinite or NaN, as in every library that pads with zeros)");

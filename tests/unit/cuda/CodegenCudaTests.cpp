@@ -203,17 +203,24 @@ TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with regist
   CHECK(k.strategy == CudaStrategy::TiledContraction);
   CHECK(k.threads == 256);
   CHECK(k.blocks == (512 / 128) * (384 / 128));
-  CHECK(has(m.source, "__shared__ float tileA0[2][128][17];"));  // double-buffered
-  CHECK(has(m.source, "__shared__ float tileB0[2][16][128];"));
-  // f32 operands in f32: staged by cp.async, the next step's copies issued before this step's
-  // arithmetic, waited for (and a barrier) before the next.
-  CHECK(has(m.source, "texc_cp_async(&tileA0[cur ^ 1][e / 16][e % 16], ok ? &A_p[256 * i_ + k_] : A_p, ok);"));
-  CHECK(has(m.source, "texc_cp_async(&tileB0[0][e / 128][e % 128], ok ? &B_p[384 * k_ + j_] : B_p, ok);"));
-  CHECK(has(m.source, "texc_cp_async_wait_all();"));
+  // Three stages of 16 KB (A's rows unpadded, 16-byte aligned: a warp reads two rows 16 words
+  // apart, in different banks).
+  CHECK(has(m.source, "__shared__ float tileA0[3][128][16];"));
+  CHECK(has(m.source, "__shared__ float tileB0[3][16][128];"));
+  // f32 operands in f32, rows of a multiple of 4: staged by 16-byte cp.async (four elements of
+  // a row each), the copies of the step two ahead issued before this step's arithmetic, each
+  // step's waited for (and a barrier) before it computes.
+  CHECK(has(m.source, "texc_cp_async16(&tileA0[(cur + 2) % 3][e / 4][4 * (e % 4)], ok ? &A_p[256 * i_ + k_] : A_p, ok);"));
+  CHECK(has(m.source, "texc_cp_async16(&tileB0[0][e / 32][4 * (e % 32)], ok ? &B_p[384 * k_ + j_] : B_p, ok);"));
+  CHECK(has(m.source, "texc_cp_async16(&tileB0[1][e / 32][4 * (e % 32)], ok ? &B_p[384 * k_ + j_] : B_p, ok);"));
+  CHECK(has(m.source, "const int i_ = row0 + e / 4, k_ = (k0 + 32) + 4 * (e % 4);"));
+  CHECK(has(m.source, "texc_cp_async_wait<1>();"));
+  CHECK(has(m.source, "texc_cp_async_commit();  // an empty group keeps the count"));
+  CHECK(has(m.source, "//   16-byte copies (four elements of a row each, cp.async.cg): A, B"));
   CHECK(has(m.source, "cp.async.ca.shared.global"));
   CHECK_FALSE(has(m.source, "nextA0"));
   bool noted = false;
-  for (const std::string& n : k.mapping) noted = noted || has(n, "by cp.async (sm_80+)");
+  for (const std::string& n : k.mapping) noted = noted || has(n, "by cp.async (sm_80+), three buffers");
   CHECK(noted);
   // Registers budgeted for two blocks per SM (128 per thread), and the mapping says so.
   CHECK(k.minBlocksPerSM == 2);
@@ -227,6 +234,10 @@ TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with regist
   CHECK(has(odd.source, "if (k0 + kk >= 37) break;"));
   CHECK(has(odd.source, "regs[4][4]"));  // outputs under 128x128: 64x64 tiles
   CHECK(odd.kernels[0].blocks == 4);
+  // K = 37 rows are no multiple of 4: A by element copies, into two stages with padded rows.
+  CHECK(has(odd.source, "__shared__ float tileA0[2][64][17];"));
+  CHECK(has(odd.source, "texc_cp_async(&tileA0[cur ^ 1][e / 16][e % 16]"));
+  CHECK(has(odd.source, "texc_cp_async_wait<0>();"));
 }
 
 TEST_CASE("codegen-cuda: bf16 and f16 contractions run on tensor cores, f32 and mixed ones do not", "[cuda][codegen]") {
@@ -301,12 +312,14 @@ TEST_CASE("codegen-cuda: conv+pool is an implicit GEMM whose padding is staged a
   CHECK(m.kernels[0].strategy == CudaStrategy::TiledContraction);
   CHECK(m.kernels[1].strategy != CudaStrategy::TiledContraction);
   CHECK(has(m.source, "//   k → row0 + threadIdx.x/16 + 16*r, r < 4"));
-  CHECK(has(m.source, "//   yx → col0 + threadIdx.x%16 + 16*c, c < 4"));
+  CHECK(has(m.source, "//   yx → col0 + threadIdx.x%16 + 16*c, c < 8 (col0: the 128-column tile"));  // 64 x 128: 64 channels
   CHECK(has(m.source, "//   crs → k0 + kk, k0 in steps of 16"));
   CHECK(has(m.source, "//   padding: where the guard of the term fails, the column operand is staged as 0"));
-  CHECK(has(m.source, "//   n → tile / 49, tile = blockIdx.x, grid-stride over 98 tiles"));
-  // The guard is one unsigned comparison per condition, in the input's staging only.
-  CHECK(has(m.source, "(unsigned)((((int)texc_mod(yx_, 56) + (int)texc_mod(crs_, 3)) - 1)) < 56u"));
+  CHECK(has(m.source, "//   n → tile / 25, tile = blockIdx.x, grid-stride over 50 tiles"));
+  // The guard is one unsigned comparison per condition, in the input's staging only; indices
+  // that cannot be negative divide as C does.
+  CHECK(has(m.source, "(unsigned)((((yx_ % 56) + (crs_ % 3)) - 1)) < 56u"));
+  CHECK_FALSE(has(m.source, "texc_floordiv(crs_"));
   CHECK_FALSE(has(m.source, "// otherwise the term is skipped"));
 }
 

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <vector>
 
 #define __global__
@@ -121,29 +122,42 @@ T exchange(T v, unsigned src) {
 
 inline void __syncthreads() { texc_emu::barrier(); }
 
-// cp.async (texc's texc_cp_async, texc_cp_async_commit, texc_cp_async_wait_all): each thread's
-// copies are held back until its wait, as the hardware may hold them, so that a kernel reading a
-// staged buffer before its wait and barrier reads what was there before (zeros, or NaN in an
-// adversarial launch) and fails its test.
+// cp.async (texc's texc_cp_async, texc_cp_async16, texc_cp_async_commit, texc_cp_async_wait<N>): each thread's
+// copies are held back until a wait that needs them, as the hardware may hold them: a commit
+// closes the thread's open group, and wait<N> performs every committed group but the N most
+// recent. A kernel reading a staged buffer before its wait and barrier reads what was there
+// before (zeros, or NaN in an adversarial launch) and fails its test.
 namespace texc_emu {
 struct PendingCopy {
   void* to;
   const void* from;  // null: fill with zeros
   size_t bytes;
 };
-inline std::vector<PendingCopy> pendingCopies_[kMaxThreads];
+inline std::vector<PendingCopy> openCopies_[kMaxThreads];
+inline std::deque<std::vector<PendingCopy>> committedCopies_[kMaxThreads];
 }  // namespace texc_emu
 template <typename T>
 void texc_cp_async(T* smem, const T* gmem, bool valid) {
-  texc_emu::pendingCopies_[texc_emu::threadIdx_.x].push_back({smem, valid ? gmem : nullptr, sizeof(T)});
+  texc_emu::openCopies_[texc_emu::threadIdx_.x].push_back({smem, valid ? gmem : nullptr, sizeof(T)});
 }
-inline void texc_cp_async_commit() {}
-inline void texc_cp_async_wait_all() {
-  for (const texc_emu::PendingCopy& c : texc_emu::pendingCopies_[texc_emu::threadIdx_.x]) {
-    if (c.from) std::memcpy(c.to, c.from, c.bytes);
-    else std::memset(c.to, 0, c.bytes);
+inline void texc_cp_async16(float* smem, const float* gmem, bool valid) {
+  texc_emu::openCopies_[texc_emu::threadIdx_.x].push_back({smem, valid ? gmem : nullptr, 16});
+}
+inline void texc_cp_async_commit() {
+  const unsigned t = texc_emu::threadIdx_.x;
+  texc_emu::committedCopies_[t].push_back(std::move(texc_emu::openCopies_[t]));
+  texc_emu::openCopies_[t].clear();
+}
+template <int N>
+void texc_cp_async_wait() {
+  std::deque<std::vector<texc_emu::PendingCopy>>& groups = texc_emu::committedCopies_[texc_emu::threadIdx_.x];
+  while (groups.size() > static_cast<size_t>(N)) {
+    for (const texc_emu::PendingCopy& c : groups.front()) {
+      if (c.from) std::memcpy(c.to, c.from, c.bytes);
+      else std::memset(c.to, 0, c.bytes);
+    }
+    groups.pop_front();
   }
-  texc_emu::pendingCopies_[texc_emu::threadIdx_.x].clear();
 }
 
 // The bit casts texc's CUDA C spells infinities and NaNs with.
@@ -245,7 +259,10 @@ extern "C" void texc_emu_launch(void (*kernel)(void* const*), void* const* args,
   for (unsigned b = 0; b < blocks; ++b) {
     blockIdx_.x = nth(b, blocks);
     resetShared();
-    for (unsigned t = 0; t < threads; ++t) pendingCopies_[t].clear();  // a copy never waited for lands nowhere
+    for (unsigned t = 0; t < threads; ++t) {  // a copy never waited for lands nowhere
+      openCopies_[t].clear();
+      committedCopies_[t].clear();
+    }
     for (unsigned t = 0; t < threads; ++t) {
       Fiber& f = fibers_[t];
       if (f.stack.empty()) f.stack.resize(kStackBytes);

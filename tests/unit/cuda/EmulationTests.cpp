@@ -42,6 +42,8 @@ std::vector<TestProgram> extraPrograms() {
       makeProgram(ex / "matmul.tex", {"M=70", "K=37", "N=66"}),
       makeProgram(ex / "matmul.tex", {"M=64", "K=32", "N=128"}),
       makeProgram(ex / "matmul.tex", {"M=130", "K=20", "N=129"}),  // 128x128 tiles, 8x8 per thread
+      makeProgram(ex / "matmul.tex", {"M=40", "K=20", "N=140"}),   // 64x128 tiles, 4x8 per thread
+      makeProgram(ex / "matmul.tex", {"M=135", "K=18", "N=50"}),   // 128x64 tiles, 8x4 per thread
       makeProgram(ex / "matmul_bias_gelu.tex", {"M=33", "K=48", "N=17"}),
       makeProgram(e2e / "bmm.tex", {"B=2", "M=20", "K=17", "N=18"}),
       makeProgram(e2e / "qkt_batched.tex", {"H=2", "M=19", "N=33", "D=17"}),  // A B^T, tiled with K[b, j, d] staged
@@ -60,7 +62,7 @@ std::vector<TestProgram> extraPrograms() {
       // kernels, the pool after them, and f16/bf16 ones on tensor cores, with the padding staged
       // as zeros; tails in rows, pixels and c*r*s.
       makeProgram(e2e / "conv_implicit_gemm.tex", {"K=17", "C=5", "H=7", "W=9"}),
-      makeProgram(e2e / "conv_pool_fused.tex", {"K=18", "C=3"}),
+      makeProgram(e2e / "conv_pool_fused.tex", {"K=18", "C=3", "H=12", "W=14"}),  // 168 pixels: 64x128 tiles
       makeProgram(e2e / "conv_stride2_tiled.tex", {"N=2", "K=16", "H=9", "W=11"}),
       makeProgram(e2e / "lowp_conv_bf16.tex", {"K=20"}),
       makeProgram(e2e / "lowp_conv_f16.tex", {"K=17"}),

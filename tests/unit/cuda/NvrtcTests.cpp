@@ -114,7 +114,7 @@ TEST_CASE("nvrtc: bf16/f16 contractions are mma.sync in the PTX for sm_80 and sm
   });
 }
 
-TEST_CASE("nvrtc: f32 matmul stages its tiles with cp.async for sm_80 and sm_90, plain copies before", "[cuda][nvrtc]") {
+TEST_CASE("nvrtc: f32 matmul stages its tiles with cp.async in three stages for sm_80 and sm_90, plain copies before", "[cuda][nvrtc]") {
   std::string why;
   if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
   std::string ptxas = findPtxas();
@@ -124,9 +124,12 @@ TEST_CASE("nvrtc: f32 matmul stages its tiles with cp.async for sm_80 and sm_90,
   REQUIRE(c->state.cuda);
   forEachArch(c->state.cuda->source, ptxas, [&](const std::string& arch, const std::string& ptx) {
     const bool async = arch != "sm_75";
-    // 8 copies of A and 8 of B per thread and k-step, zero-filled where the source size is 0.
-    CHECK((ptx.find("cp.async.ca.shared.global") != std::string::npos) == async);
-    CHECK((ptx.find("cp.async.wait_group 0") != std::string::npos) == async);
+    // 2 copies of 16 bytes of A and 2 of B per thread and k-step, zero-filled where the source
+    // size is 0.
+    CHECK((ptx.find("cp.async.cg.shared.global") != std::string::npos) == async);
+    CHECK((ptx.find(", 16, %r") != std::string::npos) == async);
+    // Three stages: each step waits until at most one group (the next step's) is in flight.
+    CHECK((ptx.find("cp.async.wait_group 1") != std::string::npos) == async);
     CHECK((ptx.find("cp.async.commit_group") != std::string::npos) == async);
   });
 }
