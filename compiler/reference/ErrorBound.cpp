@@ -53,7 +53,19 @@ struct Fmt {
   double u = 0;
   const double* zeros = nullptr;
   MathMode math = MathMode::Precise;
+  const Program* program = nullptr;  // for the dtypes of the tensors a term reads
 };
+
+// Whether the term of sum `v` may be formed on TF32 tensor cores under --math=fast: a product
+// of two elements of f32 tensors, summed in f32 (ErrorBound.h, kTf32Relative).
+bool tf32Term(const Value& v, const Fmt& f) {
+  if (f.math != MathMode::Fast || f.compute != DType::F32 || !f.program || v.reduceKind != ReduceKind::Sum) return false;
+  const Value& t = v.args[0];
+  if (t.kind != ValueKind::Binary || t.binaryOp != BinaryOp::Mul) return false;
+  for (const Value& a : t.args)
+    if (a.kind != ValueKind::Access || f.program->tensors[a.tensor].dtype != DType::F32) return false;
+  return true;
+}
 
 // The rounding error of one basic operation whose exact result is r: none when the operands
 // are exact and so is the operation (then every correctly rounded implementation gives r).
@@ -576,14 +588,15 @@ ERow evalReduce(Node& x, Ctx& c, const Fmt& f, int64_t n, const uint8_t* mask) {
   // A reduction of n terms adds (n - 1) * u * sum|terms| (prod: (n - 1) * u * |product|).
   // Integers below 2^24 (2^53) add exactly in any order.
   const double limit = f.compute == DType::F64 ? 0x1p53 : 0x1p24;
+  const bool tf32 = tf32Term(v, f);
   for (int64_t l = 0; l < n; ++l) {
-    double roundings = 0;
+    double roundings = tf32 ? kTf32Relative * s.sumAbs[l] : 0;
     const double terms = s.count[l] + allCount;  // an exact integer
     if (terms > 1) {
       if (v.reduceKind == ReduceKind::Sum) {
-        if (!(s.exactInts[l] != 0 && s.sumAbs[l] < limit)) roundings = (terms - 1) * f.u * s.sumAbs[l];
+        if (!(s.exactInts[l] != 0 && s.sumAbs[l] < limit)) roundings += (terms - 1) * f.u * s.sumAbs[l];
       } else if (v.reduceKind == ReduceKind::Prod) {
-        roundings = (terms - 1) * f.u * std::fabs(s.acc[l]);
+        roundings += (terms - 1) * f.u * std::fabs(s.acc[l]);
       }
     }
     EV r = finish(s.acc[l], s.accE[l] + roundings, s.unc[l] != 0);
@@ -684,7 +697,7 @@ BoundResult evaluateBounds(const Program& p, const std::vector<RefTensor>& input
       throw std::logic_error("bounds: computation defines a bad or already defined tensor");
     const TensorInfo& info = p.tensors[comp.tensor];
     const DType compute = computeDType(info.dtype);
-    Fmt f{compute, unitRoundoff(compute), nullptr, math};
+    Fmt f{compute, unitRoundoff(compute), nullptr, math, &p};
     RefTensor out;
     out.shape = info.shape;
     out.data.assign(static_cast<size_t>(info.numElements()), 0.0);

@@ -42,6 +42,10 @@ struct FastMathUnits {
 // Measured over every float (relative): exp 3.90e-6, log 1.38e-6, tanh 2.16e-6, sigmoid 3.93e-6,
 // erf 4.07e-6, i.e. 65, 23, 36, 66 and 68 units.
 inline constexpr FastMathUnits kFastUnits = {132, 48, 74, 132, 138};
+// --math=fast: a sum of products of two f32 tensor elements may run on tensor cores with both
+// operands rounded to TF32 (10 bits of mantissa, to nearest: at most 2^-11 relative each; CUDA,
+// docs/cuda.md): each product then carries this relative error, charged on the sum of |terms|.
+inline constexpr double kTf32Relative = 0x1p-10 + 0x1p-22;
 // The charge for one call of `fn` (a transcendental builtin) in `mode` and compute dtype.
 double transcendentalUnits(Builtin fn, MathMode mode, DType compute);
 // The same for sqrt (correctly rounded) and rsqrt (may be 1 / sqrt: two roundings).

@@ -102,7 +102,39 @@ __device__ __forceinline__ void texc_mma_f16(float* d, unsigned a0, unsigned a1,
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+// TF32 (--math=fast): x rounded to TF32 (nearest, ties away from zero), in a 32-bit register.
+__device__ __forceinline__ unsigned texc_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ void texc_mma_tf32(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
 #else
+// TF32 rounding by hand: add half of the 13 dropped bits to the magnitude, then drop them
+// (infinities and NaN unchanged).
+__device__ __forceinline__ unsigned texc_tf32(float x) {
+  const unsigned u = texc_bits(x);
+  return (u & 0x7f800000u) == 0x7f800000u ? u : (u + 0x1000u) & 0xffffe000u;
+}
+// m16n8k8.tf32 by shuffles: lane 4g + t gathers row g (and g + 8) of A from lanes 4g..4g+3 and
+// columns 2t, 2t + 1 of B from lanes 4(2t)..4(2t)+3 and 4(2t+1)..; k in order.
+__device__ __forceinline__ void texc_mma_tf32(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  for (int q = 0; q < 4; ++q) {  // k = q and q + 4
+    const int from = 4 * g + q;
+    const float x0 = texc_float(__shfl_sync(0xffffffffu, a0, from)), x1 = texc_float(__shfl_sync(0xffffffffu, a1, from));
+    const float x2 = texc_float(__shfl_sync(0xffffffffu, a2, from)), x3 = texc_float(__shfl_sync(0xffffffffu, a3, from));
+    for (int c = 0; c < 2; ++c) {
+      const int col = 4 * (2 * t + c) + q;
+      const float y0 = texc_float(__shfl_sync(0xffffffffu, b0, col)), y1 = texc_float(__shfl_sync(0xffffffffu, b1, col));
+      d[c] += x0 * y0 + x2 * y1;
+      d[2 + c] += x1 * y0 + x3 * y1;
+    }
+  }
+}
 // Before sm_80 (no bf16 mma): the same fragment semantics with shuffles and FMAs, so that the
 // program still runs, slowly. Lane 4g + t gathers rows g and g + 8 of A from lanes 4g..4g+3 and
 // columns 2t, 2t + 1 of B from lanes 8t..8t+7.
@@ -984,11 +1016,17 @@ class KernelGen {
     const std::string& nj = varNames_[lj.var];
     const std::string& nk = varNames_[kLoop.var];
     const int slots = kTile * kT / (kT * kT);
-    // Rows of A padded by 8 halves (16 bytes) and of B too, against bank conflicts between the
-    // fragment loads of the 8 row groups.
-    out += fmt::format("  __shared__ unsigned short tileA[2][{}][{}];  // {} at (i, k), {} bits\n", kTile, kT + 8,
-                       p_.buffers[aLoad.buffer].name, m_.mma);
-    out += fmt::format("  __shared__ unsigned short tileB[2][{}][{}];  // {} at (k, j)\n", kT, kTile + 8, p_.buffers[bLoad.buffer].name);
+    // TF32 (--math=fast): the f32 values are staged and rounded as the fragments load; two
+    // m16n8k8 per k-step of 16.
+    const bool tf32 = m_.mma == "tf32";
+    const std::string elem = tf32 ? "float" : "unsigned short";
+    const std::string zero = tf32 ? "0.0f" : "(unsigned short)0";
+    // Rows of A padded by 8 halves (16 bytes; 4 floats for TF32) and of B by 8 elements, against
+    // bank conflicts between the fragment loads of the 8 row groups.
+    const int padA = tf32 ? 4 : 8;
+    out += fmt::format("  __shared__ {} tileA[2][{}][{}];  // {} at (i, k), {}\n", elem, kTile, kT + padA, p_.buffers[aLoad.buffer].name,
+                       tf32 ? "f32, rounded to TF32 as the fragments load" : m_.mma + " bits");
+    out += fmt::format("  __shared__ {} tileB[2][{}][{}];  // {} at (k, j)\n", elem, kT, kTile + 8, p_.buffers[bLoad.buffer].name);
     auto raw = [&](const Expr& e) { return fmt::format("{}[{}]", bufferName(e.buffer), offset(e.buffer, e.index)); };
     const std::string padding = paddingCheck(kLoop);
     auto stage = [&](const std::string& kBase, bool toRegisters, const std::string& buf, int depth) {
@@ -996,14 +1034,14 @@ class KernelGen {
       out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
       out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
       out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + e % {};\n", pad, idx_, ni, kT, nk, kBase, kT);
-      out += fmt::format("{}  {} = ({} < {} && {} < {}) ? {} : (unsigned short)0;\n{}}}\n", pad,
-                         toRegisters ? "nextA[s]" : fmt::format("tileA[{}][e / {}][e % {}]", buf, kT, kT), ni, I, nk, K, raw(aLoad), pad);
+      out += fmt::format("{}  {} = ({} < {} && {} < {}) ? {} : {};\n{}}}\n", pad,
+                         toRegisters ? "nextA[s]" : fmt::format("tileA[{}][e / {}][e % {}]", buf, kT, kT), ni, I, nk, K, raw(aLoad), zero, pad);
       out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
       out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
       out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, kTile, nj, kTile);
-      out += fmt::format("{}  {} = ({} < {} && {} < {}{}) ? {} : (unsigned short)0;\n{}}}\n", pad,
+      out += fmt::format("{}  {} = ({} < {} && {} < {}{}) ? {} : {};\n{}}}\n", pad,
                          toRegisters ? "nextB[s]" : fmt::format("tileB[{}][e / {}][e % {}]", buf, kTile, kTile), nk, K, nj, J, padding,
-                         raw(bLoad), pad);
+                         raw(bLoad), zero, pad);
     };
     out += "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
     out += fmt::format("  const int g = lane / 4, t = lane % 4, wr = (warp / 4) * {}, wc = (warp % 4) * {};\n", kTile / 2, kTile / 4);
@@ -1014,12 +1052,29 @@ class KernelGen {
     out += "    // the first k-step into buffer 0\n";
     stage("0", false, "0", 2);
     registerStagedLoopHead(kT, K, out);
-    out += fmt::format("      unsigned short nextA[{}], nextB[{}];\n", slots, slots);
+    out += fmt::format("      {} nextA[{}], nextB[{}];\n", elem, slots, slots);
     out += "      if (more) {  // the next k-step's operands, into registers\n";
     stage(fmt::format("(k0 + {})", kT), true, "", 4);
     out += "      }\n";
     out += "      // This k-step: the A fragments of the warp's rows, then per column fragment its B fragment\n";
     out += "      // and one mma per row fragment. Out-of-range k, rows and columns were staged as +0.\n";
+    if (tf32) {
+      // m16n8k8.tf32 (PTX ISA, "Matrix fragments for mma.m16n8k8"): lane 4g + t holds A(g, t),
+      // A(g + 8, t), A(g, t + 4), A(g + 8, t + 4) and B(t, g), B(t + 4, g); k-halves of 8.
+      out += fmt::format("#pragma unroll\n      for (int kh = 0; kh < {}; kh += 8) {{\n", kT);
+      out += fmt::format("        unsigned fa[{}][4];\n", fragsI);
+      out += fmt::format("#pragma unroll\n        for (int a = 0; a < {}; ++a) {{\n", fragsI);
+      out += "          const float* r0 = &tileA[cur][wr + 16 * a + g][kh + t];\n";
+      out += fmt::format("          const float* r8 = r0 + 8 * {};\n", kT + padA);
+      out += "          fa[a][0] = texc_tf32(r0[0]);\n          fa[a][1] = texc_tf32(r8[0]);\n";
+      out += "          fa[a][2] = texc_tf32(r0[4]);\n          fa[a][3] = texc_tf32(r8[4]);\n        }\n";
+      out += fmt::format("#pragma unroll\n        for (int b = 0; b < {}; ++b) {{\n", fragsJ);
+      out += "          const int c = wc + 8 * b + g;\n";
+      out += "          const unsigned fb0 = texc_tf32(tileB[cur][kh + t][c]), fb1 = texc_tf32(tileB[cur][kh + t + 4][c]);\n";
+      out += fmt::format("#pragma unroll\n          for (int a = 0; a < {}; ++a) texc_mma_tf32(frag[a][b], fa[a][0], fa[a][1], fa[a][2], fa[a][3], fb0, fb1);\n",
+                         fragsI);
+      out += "        }\n      }\n";
+    } else {
     out += fmt::format("      unsigned fa[{}][4];\n", fragsI);
     out += fmt::format("#pragma unroll\n      for (int a = 0; a < {}; ++a) {{\n", fragsI);
     out += "        const unsigned short* r0 = &tileA[cur][wr + 16 * a + g][2 * t];\n";
@@ -1033,6 +1088,7 @@ class KernelGen {
     out += fmt::format("#pragma unroll\n        for (int a = 0; a < {}; ++a) texc_mma_{}(frag[a][b], fa[a][0], fa[a][1], fa[a][2], fa[a][3], fb0, fb1);\n",
                        fragsI, m_.mma);
     out += "      }\n";
+    }
     out += "      if (more) {  // into the buffer nobody reads during this step\n";
     out += fmt::format("#pragma unroll\n        for (int s = 0; s < {}; ++s) {{\n          const int e = threadIdx.x + {} * s;\n"
                        "          tileA[cur ^ 1][e / {}][e % {}] = nextA[s];\n          tileB[cur ^ 1][e / {}][e % {}] = nextB[s];\n        }}\n",
@@ -1328,6 +1384,8 @@ loops::gpu::GpuMapOptions gpuMapOptions(const CudaCodeGenOptions& o) {
   g.blockReductions = o.blockReductions;
   g.rowBlocks = o.rowBlocks;
   g.tiledContractions = o.tiledContractions;
+  g.tf32 = o.tf32;
+  g.multiprocessors = o.multiprocessors;
   return g;
 }
 

@@ -58,6 +58,8 @@ struct CudaCodeGenOptions {
   bool blockReductions = true;   // block-reduce where it fits (else grid-stride); false also disables row-block
   bool rowBlocks = true;         // row-block where it fits (else grid-stride)
   bool tiledContractions = true;  // tiled-contract where it fits (else grid-stride)
+  bool tf32 = false;              // --math=fast: f32 contractions on tensor cores (GpuMapOptions::tf32)
+  int64_t multiprocessors = 132;  // the GPU's SMs, for the tile sizes (GpuMapOptions::multiprocessors)
 };
 
 // Prints a mapped program (every kernel has its GPU mapping; row-block kernels their combines

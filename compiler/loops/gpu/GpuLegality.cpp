@@ -81,7 +81,8 @@ std::vector<const Expr*> loadsInOrder(const Expr& e) {
   return loads;
 }
 
-std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape) {
+std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o) {
+  const bool tf32 = o.tf32;
   constexpr int kT = 16;  // threads per tile side, and the k-step
   const std::vector<const Loop*>& lhs = shape.lhs;
   // The body the CPU's tile pass recognises too (Contraction.h), of any reduction.
@@ -122,12 +123,14 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
   // operand of the same dtype (the products are exact in f32, the sums f32, as on the CUDA
   // cores); anything else in the term (a scale, a third factor) keeps the scalar tile.
   const Expr& term = update->value;
+  // With tf32 (--math=fast, an opt-in: docs/cuda.md), f32 operands too, rounded to TF32.
   const DType rowType = p.buffers[loads[m.rowOperands[0]]->buffer].dtype;
   if (update->reduce == ReduceKind::Sum && loads.size() == 2 && m.rowOperands.size() == 1 && m.colOperands.size() == 1 &&
       term.kind == ExprKind::Binary && term.binaryOp == BinaryOp::Mul && term.args[0].kind == ExprKind::Load &&
-      term.args[1].kind == ExprKind::Load && k.computeType == DType::F32 && (rowType == DType::BF16 || rowType == DType::F16) &&
+      term.args[1].kind == ExprKind::Load && k.computeType == DType::F32 &&
+      (rowType == DType::BF16 || rowType == DType::F16 || (tf32 && rowType == DType::F32)) &&
       p.buffers[loads[m.colOperands[0]]->buffer].dtype == rowType)
-    m.mma = rowType == DType::BF16 ? "bf16" : "f16";
+    m.mma = rowType == DType::BF16 ? "bf16" : rowType == DType::F16 ? "f16" : "tf32";
   // cp.async copies bytes: the scalar tile stages with it when every staged operand is stored
   // in the compute type (f32 or f64: 4- or 8-byte copies), so that nothing needs converting.
   if (m.mma.empty()) {
@@ -172,6 +175,17 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
   if (!m.mma.empty()) rI = rJ = std::min(rI, rJ);
   while (sharedBytes(rI, rJ) > 48 * 1024 && (rI > 4 || rJ > 4)) (rI >= rJ ? rI : rJ) = 4;
   if (sharedBytes(rI, rJ) > 48 * 1024) return std::nullopt;
+  // At least two blocks per SM where smaller tiles give them (o.multiprocessors: 132, an H100
+  // or H200): the larger side gives way first. Matmul 1024 has 64 tiles of 128x128, which leave half of 132
+  // SMs idle; its 256 tiles of 64x64 keep every SM busy at half the register block's reuse
+  // (an estimate, not yet timed).
+  int64_t batch = 1;
+  for (size_t d = 0; d + 2 < lhs.size(); ++d) batch *= lhs[d]->extent;
+  auto tilesOf = [&](int a, int b) { return batch * ((I + kT * a - 1) / (kT * a)) * ((J + kT * b - 1) / (kT * b)); };
+  while (tilesOf(rI, rJ) < 2 * o.multiprocessors && (rI > 4 || rJ > 4)) {
+    if (!m.mma.empty()) rI = rJ = 4;
+    else (rI >= rJ ? rI : rJ) = 4;
+  }
   m.regBlock = rI;
   m.regCols = rJ;
   m.tile = kT * rI;
@@ -184,8 +198,6 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
   m.stages = m.asyncCopy && allVector && 3 * stageBytes(rI, rJ) <= 48 * 1024 ? 3 : 2;
   m.tilesI = (I + m.tile - 1) / m.tile;
   m.tilesJ = (J + m.tileCols - 1) / m.tileCols;
-  int64_t batch = 1;
-  for (size_t d = 0; d + 2 < lhs.size(); ++d) batch *= lhs[d]->extent;
   m.tiles = batch * m.tilesI * m.tilesJ;
   return m;
 }

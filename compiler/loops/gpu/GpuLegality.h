@@ -21,6 +21,8 @@ struct GpuMapOptions {
   bool rowBlocks = true;          // row-block where it fits (else grid-stride)
   bool tiledContractions = true;  // tiled-contract where it fits (else grid-stride)
   bool onlineTiles = true;        // online-tile for online-softmax kernels where it fits (else grid-stride)
+  bool tf32 = false;              // --math=fast: f32 contractions on tensor cores, operands rounded to TF32
+  int64_t multiprocessors = 132;  // the GPU's SMs (H100 SXM, H200): tiles shrink until each has two blocks
 };
 
 // A kernel's left-hand nest (the perfect nest from its single top statement, its outputs) and its
@@ -49,14 +51,17 @@ struct TiledMatch {
   std::vector<int> rowOperands, colOperands;  // load numbers in the term
   std::vector<int> copies;                    // accumulators of the repeated reductions
   int64_t tilesI = 0, tilesJ = 0, tiles = 0;
-  std::string mma;  // "bf16" or "f16": the product on tensor cores (GpuMapping::mma)
+  std::string mma;  // "bf16", "f16" or "tf32": the product on tensor cores (GpuMapping::mma)
   bool asyncCopy = false;  // staged with cp.async (GpuMapping::asyncCopy)
   bool padded = false;     // the k loop's update under a guard: zeros of the column operand where it fails
   int stages = 2;          // shared buffers per operand (GpuMapping::stages)
   int rowPad = 0;          // elements of padding per row of a row operand's shared tile
   std::vector<int> vectorCopies;  // staged operands copied 16 bytes at a time (GpuMapping::vectorCopies)
 };
-std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape);
+// With o.tf32 (--math=fast), a sum of products of two f32 operands goes to tensor cores too
+// (mma "tf32": each operand rounded to TF32, 10 bits of mantissa, products summed in f32). The
+// tiles shrink (to 64 along a side) while there are fewer than two per SM of o.multiprocessors.
+std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o = {});
 
 // online-tile: an online-softmax kernel as lowered (LowerToLoops.cpp, runOnline): in its row body
 // one loop over the keys j whose body sets accumulators (the running max and sum). Each thread

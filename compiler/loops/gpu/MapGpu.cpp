@@ -61,7 +61,7 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
   const int b = o.threadsPerBlock;
   m.work = shape.outputs;
 
-  if (std::optional<TiledMatch> t = o.tiledContractions ? matchTiledContraction(p, k, shape) : std::nullopt) {
+  if (std::optional<TiledMatch> t = o.tiledContractions ? matchTiledContraction(p, k, shape, o) : std::nullopt) {
     m.strategy = GpuStrategy::TiledContraction;
     m.threads = t->kStep * t->kStep;
     m.work = t->tiles;
@@ -117,7 +117,12 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     if (t->padded)
       m.notes.push_back("padding: where the guard of the term fails, the column operand is staged as 0 (a skipped term adds 0 x "
                         "the row operand: the same sum unless that is infinite or NaN, as in every library that pads with zeros)");
-    if (!m.mma.empty())
+    if (m.mma == "tf32")
+      m.notes.push_back(fmt::format("tensor cores (--math=fast): f32 operands staged as f32 and rounded to TF32 (cvt.rna) as the "
+                                    "fragments load, 8 warps of {}x{} outputs, each a grid of 16x8 mma.sync.m16n8k8 fragments, two "
+                                    "per k-step, with f32 accumulators",
+                                    t->tile / 2, t->tile / 4));
+    else if (!m.mma.empty())
       m.notes.push_back(fmt::format("tensor cores: {} operands staged as 16-bit values, 8 warps of {}x{} outputs, each a grid of "
                                     "16x8 mma.sync.m16n8k16 fragments with f32 accumulators",
                                     m.mma, t->tile / 2, t->tile / 4));

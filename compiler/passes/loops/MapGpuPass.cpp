@@ -8,7 +8,9 @@ namespace texc {
 
 bool runMapGpu(CompileState& s) {
   if (s.options.target != Target::Cuda) return false;
-  return loops::gpu::mapGpu(*s.loops) > 0;
+  loops::gpu::GpuMapOptions o;
+  o.tf32 = s.options.math == MathMode::Fast;  // f32 contractions on tensor cores (docs/cuda.md)
+  return loops::gpu::mapGpu(*s.loops, o) > 0;
 }
 
 }  // namespace texc

@@ -197,12 +197,13 @@ TEST_CASE("codegen-cuda: a row-block phase that reads what other threads stored 
 }
 
 TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with register blocks", "[cuda][codegen]") {
-  CudaModule m = generate("matmul.tex");
+  // 4096 x 4096 outputs: 1024 tiles of 128 x 128, at least two per SM of 132.
+  CudaModule m = generate("matmul.tex", {"M=4096", "N=4096"});
   REQUIRE(m.kernels.size() == 1);
   const CudaKernel& k = m.kernels[0];
   CHECK(k.strategy == CudaStrategy::TiledContraction);
   CHECK(k.threads == 256);
-  CHECK(k.blocks == (512 / 128) * (384 / 128));
+  CHECK(k.blocks == (4096 / 128) * (4096 / 128));
   // Three stages of 16 KB (A's rows unpadded, 16-byte aligned: a warp reads two rows 16 words
   // apart, in different banks).
   CHECK(has(m.source, "__shared__ float tileA0[3][128][16];"));
@@ -211,8 +212,8 @@ TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with regist
   // a row each), the copies of the step two ahead issued before this step's arithmetic, each
   // step's waited for (and a barrier) before it computes.
   CHECK(has(m.source, "texc_cp_async16(&tileA0[(cur + 2) % 3][e / 4][4 * (e % 4)], ok ? &A_p[256 * i_ + k_] : A_p, ok);"));
-  CHECK(has(m.source, "texc_cp_async16(&tileB0[0][e / 32][4 * (e % 32)], ok ? &B_p[384 * k_ + j_] : B_p, ok);"));
-  CHECK(has(m.source, "texc_cp_async16(&tileB0[1][e / 32][4 * (e % 32)], ok ? &B_p[384 * k_ + j_] : B_p, ok);"));
+  CHECK(has(m.source, "texc_cp_async16(&tileB0[0][e / 32][4 * (e % 32)], ok ? &B_p[4096 * k_ + j_] : B_p, ok);"));
+  CHECK(has(m.source, "texc_cp_async16(&tileB0[1][e / 32][4 * (e % 32)], ok ? &B_p[4096 * k_ + j_] : B_p, ok);"));
   CHECK(has(m.source, "const int i_ = row0 + e / 4, k_ = (k0 + 32) + 4 * (e % 4);"));
   CHECK(has(m.source, "texc_cp_async_wait<1>();"));
   CHECK(has(m.source, "texc_cp_async_commit();  // an empty group keeps the count"));
@@ -238,6 +239,52 @@ TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with regist
   CHECK(has(odd.source, "__shared__ float tileA0[2][64][17];"));
   CHECK(has(odd.source, "texc_cp_async(&tileA0[cur ^ 1][e / 16][e % 16]"));
   CHECK(has(odd.source, "texc_cp_async_wait<0>();"));
+  // 512 x 384 (the example's size) in 128 x 128 tiles would be 12 blocks for 132 SMs: the tiles
+  // shrink to 64 x 64 (48 blocks, as many as there are).
+  CudaModule small = generate("matmul.tex");
+  CHECK(small.kernels[0].blocks == 8 * 6);
+  CHECK(has(small.source, "regs[4][4]"));
+  // 1024 x 1024: 64 tiles of 128 x 128, 256 of 64 x 64 (as close to two per SM as it gets).
+  CudaModule mid = generate("matmul.tex", {"M=1024", "N=1024"});
+  CHECK(mid.kernels[0].blocks == 256);
+  // On a GPU of 8 SMs (the option) the 1024 x 1024 matmul keeps 128 x 128 tiles.
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex", {"M=1024", "N=1024"});
+  std::unique_ptr<Compilation> c = compileTo(p, Stage::Loops);
+  REQUIRE(c->ok);
+  CudaCodeGenOptions few;
+  few.multiprocessors = 8;
+  CudaModule eight = generateCUDA(*c->state.loops, few);
+  CHECK(eight.kernels[0].blocks == 64);
+  CHECK(has(eight.source, "regs[8][8]"));
+}
+
+// --math=fast opts f32 contractions into TF32 tensor cores; precise keeps the FMA tile.
+TEST_CASE("codegen-cuda: --math=fast runs f32 contractions on TF32 tensor cores", "[cuda][codegen]") {
+  auto compile = [](MathMode math) {
+    CompileRequest r;
+    r.path = (fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex").string();
+    r.defines = {"M=4096", "N=4096"};  // 128 x 128 tiles (two per SM)
+    r.options.target = Target::Cuda;
+    r.options.math = math;
+    r.until = Stage::CUDA;
+    std::unique_ptr<Compilation> c = compileProgram(r);
+    REQUIRE(c->ok);
+    REQUIRE(c->state.cuda);
+    return *c->state.cuda;
+  };
+  CudaModule fast = compile(MathMode::Fast);
+  REQUIRE(fast.kernels.size() == 1);
+  CHECK(fast.kernels[0].strategy == CudaStrategy::TiledContraction);
+  CHECK(fast.kernels[0].minBlocksPerSM == 1);  // the tensor-core tile's register budget
+  CHECK(has(fast.source, "//   tensor cores (--math=fast): f32 operands staged as f32 and rounded to TF32 (cvt.rna)"));
+  CHECK(has(fast.source, "__shared__ float tileA[2][128][20];"));
+  CHECK(has(fast.source, "__shared__ float tileB[2][16][136];"));
+  CHECK(has(fast.source, "fa[a][2] = texc_tf32(r0[4]);"));
+  CHECK(has(fast.source, "const unsigned fb0 = texc_tf32(tileB[cur][kh + t][c]), fb1 = texc_tf32(tileB[cur][kh + t + 4][c]);"));
+  CHECK(has(fast.source, "texc_mma_tf32(frag[a][b], fa[a][0], fa[a][1], fa[a][2], fa[a][3], fb0, fb1);"));
+  CudaModule precise = compile(MathMode::Precise);
+  CHECK_FALSE(has(precise.source, "texc_mma_tf32(frag"));
+  CHECK(has(precise.source, "regs[8][8]"));
 }
 
 TEST_CASE("codegen-cuda: bf16 and f16 contractions run on tensor cores, f32 and mixed ones do not", "[cuda][codegen]") {
@@ -248,7 +295,8 @@ TEST_CASE("codegen-cuda: bf16 and f16 contractions run on tensor cores, f32 and 
     REQUIRE(c->state.cuda);
     return *c->state.cuda;
   };
-  CudaModule m = lowp({"M=130", "N=129", "K=40"});
+  // 2100 x 2100: 17 x 17 tiles of 128 x 128, two per SM of 132.
+  CudaModule m = lowp({"M=2100", "N=2100", "K=40"});
   // The contractions: C and G's sum (G.1; F reads C) in bf16, T of bf16 x f16 (not one dtype), H in f16.
   int mma = 0, tiled = 0;
   for (const CudaKernel& k : m.kernels) {
@@ -276,8 +324,10 @@ TEST_CASE("codegen-cuda: bf16 and f16 contractions run on tensor cores, f32 and 
   CHECK(has(m.source, "texc_mma_f16(frag[a][b]"));
   CHECK(has(m.source, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
   CHECK(has(m.source, "tileA0[cur ^ 1][e / 16][e % 16] = nextA0[s];"));  // T's operands through registers
-  // Under 128 outputs a side: 64x64 tiles, 2 x 2 fragments per warp.
+  // Under 128 outputs a side: 64x64 tiles, 2 x 2 fragments per warp; so too when 128x128 tiles
+  // would give an SM fewer than two.
   CHECK(has(lowp({"M=70", "N=90", "K=1100"}).source, "float frag[2][2][4];"));
+  CHECK(has(lowp({"M=130", "N=129", "K=40"}).source, "float frag[2][2][4];"));
   // f32 matmul keeps the CUDA-core tile, and its module no tensor-core helpers.
   CudaModule f32 = generate("matmul.tex");
   CHECK_FALSE(has(f32.source, "texc_mma_"));
@@ -307,7 +357,7 @@ TEST_CASE("codegen-cuda: small matmuls: few outputs use block reductions, short 
 // implicit-gemm: the convolution is a tiled contraction over (output channels, pixels, c*r*s)
 // whose padding is staged as zeros of the input; the pool reads its result in a kernel of its own.
 TEST_CASE("codegen-cuda: conv+pool is an implicit GEMM whose padding is staged as zeros", "[cuda][codegen]") {
-  CudaModule m = generate("conv_pool.tex", {"N=2"});
+  CudaModule m = generate("conv_pool.tex", {"N=32"});
   REQUIRE(m.kernels.size() == 2);
   CHECK(m.kernels[0].strategy == CudaStrategy::TiledContraction);
   CHECK(m.kernels[1].strategy != CudaStrategy::TiledContraction);
@@ -315,7 +365,7 @@ TEST_CASE("codegen-cuda: conv+pool is an implicit GEMM whose padding is staged a
   CHECK(has(m.source, "//   yx → col0 + threadIdx.x%16 + 16*c, c < 8 (col0: the 128-column tile"));  // 64 x 128: 64 channels
   CHECK(has(m.source, "//   crs → k0 + kk, k0 in steps of 16"));
   CHECK(has(m.source, "//   padding: where the guard of the term fails, the column operand is staged as 0"));
-  CHECK(has(m.source, "//   n → tile / 25, tile = blockIdx.x, grid-stride over 50 tiles"));
+  CHECK(has(m.source, "//   n → tile / 25, tile = blockIdx.x, grid-stride over 800 tiles"));
   // The guard is one unsigned comparison per condition, in the input's staging only; indices
   // that cannot be negative divide as C does.
   CHECK(has(m.source, "(unsigned)((((yx_ % 56) + (crs_ % 3)) - 1)) < 56u"));

@@ -221,7 +221,37 @@ inline void mma(float* d, const uint32_t (&frag)[6], bool bf16) {
   }
   barrier();  // every lane has read the table before the next call writes it
 }
+// mma.m16n8k8 with TF32 operands (row.col, f32 accumulators): lane l = 4g + t holds A(g, t) in
+// a0, A(g + 8, t) in a1, A(g, t + 4) in a2, A(g + 8, t + 4) in a3, B(t, g) in b0, B(t + 4, g)
+// in b1 (each the f32 bits of a TF32 value), and D as for m16n8k16; k summed in order in f32
+// (the products of TF32 values are exact in f32).
+inline void mmaTf32(float* d, const uint32_t (&frag)[6]) {
+  unsigned me = threadIdx_.x, warp = me & ~31u;
+  std::memcpy(mmaTable_[me], frag, sizeof frag);
+  barrier();
+  auto a = [&](unsigned r, unsigned k) { return __uint_as_float(mmaTable_[warp + (r % 8) * 4 + k % 4][(r >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0)]); };
+  auto b = [&](unsigned k, unsigned n) { return __uint_as_float(mmaTable_[warp + n * 4 + k % 4][4 + (k >= 4 ? 1 : 0)]); };
+  unsigned g = (me & 31u) / 4, t = (me & 31u) % 4;
+  for (unsigned e = 0; e < 4; ++e) {
+    unsigned r = g + 8 * (e / 2), n = 2 * t + e % 2;
+    float s = d[e];
+    for (unsigned k = 0; k < 8; ++k) s += a(r, k) * b(k, n);
+    d[e] = s;
+  }
+  barrier();
+}
 }  // namespace texc_emu
+
+// cvt.rna.tf32.f32: to nearest with ties away from zero, 13 low bits dropped; infinities and
+// NaN unchanged.
+inline unsigned texc_tf32(float x) {
+  unsigned u;
+  std::memcpy(&u, &x, sizeof u);
+  return (u & 0x7f800000u) == 0x7f800000u ? u : (u + 0x1000u) & 0xffffe000u;
+}
+inline void texc_mma_tf32(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  texc_emu::mmaTf32(d, {a0, a1, a2, a3, b0, b1});
+}
 
 inline void texc_mma_bf16(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
   texc_emu::mma(d, {a0, a1, a2, a3, b0, b1}, true);

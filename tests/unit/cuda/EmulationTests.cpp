@@ -29,6 +29,7 @@ namespace {
 struct Case {
   TestProgram program;
   FuseMode fuse = FuseMode::All;
+  bool tf32 = false;  // --math=fast: f32 contractions on (emulated) TF32 tensor cores, judged by fast mode's bounds
   std::unique_ptr<Compilation> compiled;
   CudaModule module;
   std::string prefix;
@@ -81,18 +82,28 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
   if (std::system((compilerCommand() + " --version > /dev/null 2>&1").c_str()) != 0)
     testsupport::skipTest("no C++ compiler ('" + compilerCommand() + "') to build the emulated kernels with");
   std::vector<Case> cases;
-  for (TestProgram& p : suitePrograms()) cases.push_back({p, FuseMode::All, nullptr, {}, ""});
-  for (TestProgram& p : extraPrograms()) cases.push_back({p, FuseMode::All, nullptr, {}, ""});
+  for (TestProgram& p : suitePrograms()) cases.push_back({p, FuseMode::All, false, nullptr, {}, ""});
+  for (TestProgram& p : extraPrograms()) cases.push_back({p, FuseMode::All, false, nullptr, {}, ""});
+  // TF32 tensor cores (--math=fast): m16n8k8 fragments emulated lane by lane, the operands
+  // rounded as cvt.rna does; tails in every dimension, an epilogue, a padded convolution.
+  {
+    fs::path ex = fs::path(TEXC_SOURCE_DIR) / "examples";
+    fs::path e2e = fs::path(TEXC_SOURCE_DIR) / "tests" / "e2e";
+    for (TestProgram p : {makeProgram(ex / "matmul.tex", {"M=130", "K=20", "N=129"}), makeProgram(ex / "matmul_bias_gelu.tex", {"M=33", "K=48", "N=17"}),
+                          makeProgram(e2e / "conv_pool_fused.tex", {"K=18", "C=3", "H=12", "W=14"})})
+      cases.push_back({p, FuseMode::All, true, nullptr, {}, ""});
+  }
   // Unfused, softmax and conv+pool become several kernels of every kind.
   for (const char* name : {"softmax.tex", "conv_pool.tex", "attention.tex"})
     for (const TestProgram& p : suitePrograms())
-      if (p.path.filename() == name) cases.push_back({p, FuseMode::None, nullptr, {}, ""});
+      if (p.path.filename() == name) cases.push_back({p, FuseMode::None, false, nullptr, {}, ""});
 
   // Small blocks and a small grid cap: the grid-stride loops run several rounds and the block
   // reductions combine several warps.
   CudaCodeGenOptions opts;
   opts.threadsPerBlock = 64;
   opts.maxBlocks = 3;
+  opts.multiprocessors = 1;  // small programs keep their 128-wide tiles (two tiles fill one SM)
   fs::path dir = fs::temp_directory_path() / fmt::format("texc-cuda-emulation-{}", ::getpid());
   fs::create_directories(dir);
   std::string source = "#include \"CudaEmulation.h\"\n";
@@ -105,7 +116,9 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
     REQUIRE(c.compiled->ok);
     c.prefix = fmt::format("p{}_", n);
     opts.symbolPrefix = c.prefix;
+    opts.tf32 = c.tf32;
     c.module = generateCUDA(*c.compiled->state.loops, opts);
+    if (c.tf32) CHECK(c.module.source.find("texc_mma_tf32(frag") != std::string::npos);
     source += fmt::format("// ----- {}\n{}", c.program.label, c.module.source);
     if (c.module.source.find("make_float4(") != std::string::npos) ++float4Programs;
     // The launcher's view of each kernel: the buffer table unpacked into typed parameters.
@@ -149,7 +162,7 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
 
   int checked = 0;
   for (Case& c : cases) {
-    INFO(c.program.label << (c.fuse == FuseMode::None ? " --fuse=none" : ""));
+    INFO(c.program.label << (c.fuse == FuseMode::None ? " --fuse=none" : "") << (c.tf32 ? " tf32" : ""));
     const Program& p = *c.compiled->state.graph;
     const Program& analysed = *c.compiled->state.analysed;
     std::vector<Tensor> tensors(p.tensors.size());
@@ -197,7 +210,7 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
       CHECK(differ == 0);
     }
     // The tolerance rule of the e2e suite (compiler/reference/Tolerance.h).
-    BoundResult bounds = evaluateBounds(analysed, refInputs);
+    BoundResult bounds = evaluateBounds(analysed, refInputs, c.tf32 ? MathMode::Fast : MathMode::Precise);
     for (size_t o = 0; o < p.outputs.size(); ++o) {
       int id = p.outputs[o];
       int refId = analysed.outputs[o];

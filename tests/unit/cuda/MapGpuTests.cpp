@@ -111,7 +111,7 @@ TEST_CASE("map-gpu: a row reduction with few rows is block-reduce, matmul is til
   CHECK(has(text, "  # gpu: block-reduce, launch <<<5, 256>>>\n"));
   CHECK(has(text, "for j < 300 threads\n"));
 
-  std::unique_ptr<Compilation> m = compiled("matmul.tex");
+  std::unique_ptr<Compilation> m = compiled("matmul.tex", {"M=4096", "N=4096"});
   const loops::Kernel& k = m->state.loops->kernels[0];
   REQUIRE(k.gpu);
   CHECK(k.gpu->strategy == loops::GpuStrategy::TiledContraction);

@@ -42,6 +42,13 @@ struct TempDir {
 
 // Compiles `source` to PTX for sm_80, sm_90 and sm_75 (before bf16 mma and cp.async), hands each
 // to `check` and has `ptxas` (findPtxas) assemble it.
+// How often `what` occurs in `text`.
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 void forEachArch(const std::string& source, const std::string& ptxas, const std::function<void(const std::string&, const std::string&)>& check) {
   TempDir tmp;
   for (const char* arch : {"sm_80", "sm_90", "sm_75"}) {
@@ -96,15 +103,10 @@ TEST_CASE("nvrtc: bf16/f16 contractions are mma.sync in the PTX for sm_80 and sm
   if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
   std::string ptxas = findPtxas();
   if (ptxas.empty()) testsupport::skipUnlessCudaRequired("ptxas not found (CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
-  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "tests" / "e2e" / "lowp_matmul_bf16.tex", {"M=130", "N=129", "K=40"});
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "tests" / "e2e" / "lowp_matmul_bf16.tex", {"M=2100", "N=2100", "K=40"});
   std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA);
   REQUIRE(c->ok);
   REQUIRE(c->state.cuda);
-  auto count = [](const std::string& text, const std::string& what) {
-    int n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
   forEachArch(c->state.cuda->source, ptxas, [&](const std::string& arch, const std::string& ptx) {
     const bool tensorCores = arch != "sm_75";
     // 16 fragments per k-step in each of C and G's sum (bf16), and H (f16).
@@ -131,6 +133,31 @@ TEST_CASE("nvrtc: f32 matmul stages its tiles with cp.async in three stages for 
     // Three stages: each step waits until at most one group (the next step's) is in flight.
     CHECK((ptx.find("cp.async.wait_group 1") != std::string::npos) == async);
     CHECK((ptx.find("cp.async.commit_group") != std::string::npos) == async);
+  });
+}
+
+// --math=fast: f32 matmul on TF32 tensor cores: two m16n8k8 per fragment and k-step (4 x 4
+// fragments of a warp: 32), 24 conversions per k-half (16 of A, 8 of B); before sm_80 the
+// shuffled fallback, which ptxas accepts too.
+TEST_CASE("nvrtc: f32 matmul with --math=fast runs mma.m16n8k8.tf32 for sm_80 and sm_90", "[cuda][nvrtc]") {
+  std::string why;
+  if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
+  std::string ptxas = findPtxas();
+  if (ptxas.empty()) testsupport::skipUnlessCudaRequired("ptxas not found (CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
+  CompileRequest r;
+  r.path = (fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex").string();
+  r.defines = {"M=4096", "N=4096"};  // 128 x 128 tiles (two per SM)
+  r.options.target = Target::Cuda;
+  r.options.math = MathMode::Fast;
+  r.until = Stage::CUDA;
+  std::unique_ptr<Compilation> c = compileProgram(r);
+  REQUIRE(c->ok);
+  REQUIRE(c->state.cuda);
+  forEachArch(c->state.cuda->source, ptxas, [&](const std::string& arch, const std::string& ptx) {
+    const bool tensorCores = arch != "sm_75";
+    CHECK(count(ptx, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == (tensorCores ? 32 : 0));
+    CHECK(count(ptx, "cvt.rna.tf32.f32") == (tensorCores ? 48 : 0));
+    if (!tensorCores) CHECK(ptx.find("shfl.sync") != std::string::npos);
   });
 }
 

@@ -219,6 +219,29 @@ TEST_CASE("e2e harness: error bounds of sums, exact operations and uncertain dec
   CHECK(ref[q.findTensor("e")].data == qr.values[q.findTensor("e")].data);
 }
 
+// --math=fast lets a sum of products of two f32 tensors run on TF32 tensor cores (CUDA): each
+// product carries 2^-10 + 2^-22 of its magnitude on top of the sum's roundings. Other sums, and
+// products with an f16 operand (exact in TF32), are charged as in precise mode.
+TEST_CASE("e2e harness: --math=fast charges TF32 operand rounding on f32 dot products", "[e2e][harness]") {
+  const double u = unitRoundoff(DType::F32);
+  Program p = analyzeText(
+      "input a : f32[3]\n"
+      "input b : f32[3]\n"
+      "input h : f16[3]\n"
+      "output d = sum(i: a[i] * b[i])\n"
+      "output s = sum(i: a[i])\n"
+      "output e = sum(i: a[i] * h[i])\n");
+  std::vector<RefTensor> in = {{{3}, {0.5, -1.5, 2.0}}, {{3}, {3.0, 1.0, -0.25}}, {{3}, {1.0, 2.0, 4.0}}};
+  BoundResult precise = evaluateBounds(p, in, MathMode::Precise);
+  BoundResult fast = evaluateBounds(p, in, MathMode::Fast);
+  auto bound = [&](const BoundResult& r, const char* name) { return r.bounds[p.findTensor(name)][0]; };
+  const double sumAbs = 1.5 + 1.5 + 0.5;
+  CHECK(bound(precise, "d") == Approx(2 * u * sumAbs));
+  CHECK(bound(fast, "d") == Approx(2 * u * sumAbs + kTf32Relative * sumAbs));
+  CHECK(bound(fast, "s") == bound(precise, "s"));
+  CHECK(bound(fast, "e") == bound(precise, "e"));
+}
+
 // The bound evaluator works a row of elements at a time; each lane must still get the bound of its
 // own element: exact and inexact products side by side, a padded sum whose edge lanes have fewer
 // terms, and a comparison that is uncertain in some lanes only.
