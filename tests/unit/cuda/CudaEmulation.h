@@ -200,45 +200,45 @@ inline float half16(uint32_t h, bool bf16) {
                       : ldexpf(static_cast<float>(m | 0x400u), static_cast<int>(e) - 25);
   return (h >> 15) ? -v : v;
 }
-inline void mma(float* d, const uint32_t (&frag)[6], bool bf16) {
+// One warp's mma: every lane publishes its fragment registers, then computes its four results
+// D(g, 2t..2t+1), D(g + 8, 2t..2t+1) from the warp's, `a(lane-table row, r, k)` and
+// `b(table row, k, n)` reading A and B elements, summing k < `depth` in order in f32.
+template <class A, class B>
+void warpMma(float* d, const uint32_t (&frag)[6], unsigned depth, A a, B b) {
   unsigned me = threadIdx_.x, warp = me & ~31u;
   std::memcpy(mmaTable_[me], frag, sizeof frag);
   barrier();
-  auto a = [&](unsigned r, unsigned k) {
-    uint32_t w = mmaTable_[warp + (r % 8) * 4 + (k % 8) / 2][(r >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
-    return half16(k % 2 ? w >> 16 : w & 0xffffu, bf16);
-  };
-  auto b = [&](unsigned k, unsigned n) {
-    uint32_t w = mmaTable_[warp + n * 4 + (k % 8) / 2][4 + (k >= 8 ? 1 : 0)];
-    return half16(k % 2 ? w >> 16 : w & 0xffffu, bf16);
-  };
   unsigned g = (me & 31u) / 4, t = (me & 31u) % 4;
   for (unsigned e = 0; e < 4; ++e) {
     unsigned r = g + 8 * (e / 2), n = 2 * t + e % 2;
     float s = d[e];
-    for (unsigned k = 0; k < 16; ++k) s += a(r, k) * b(k, n);
+    for (unsigned k = 0; k < depth; ++k) s += a(mmaTable_ + warp, r, k) * b(mmaTable_ + warp, k, n);
     d[e] = s;
   }
   barrier();  // every lane has read the table before the next call writes it
+}
+using WarpTable = uint32_t (*)[6];
+inline void mma(float* d, const uint32_t (&frag)[6], bool bf16) {
+  warpMma(
+      d, frag, 16,
+      [bf16](WarpTable w, unsigned r, unsigned k) {
+        uint32_t x = w[(r % 8) * 4 + (k % 8) / 2][(r >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
+        return half16(k % 2 ? x >> 16 : x & 0xffffu, bf16);
+      },
+      [bf16](WarpTable w, unsigned k, unsigned n) {
+        uint32_t x = w[n * 4 + (k % 8) / 2][4 + (k >= 8 ? 1 : 0)];
+        return half16(k % 2 ? x >> 16 : x & 0xffffu, bf16);
+      });
 }
 // mma.m16n8k8 with TF32 operands (row.col, f32 accumulators): lane l = 4g + t holds A(g, t) in
 // a0, A(g + 8, t) in a1, A(g, t + 4) in a2, A(g + 8, t + 4) in a3, B(t, g) in b0, B(t + 4, g)
 // in b1 (each the f32 bits of a TF32 value), and D as for m16n8k16; k summed in order in f32
 // (the products of TF32 values are exact in f32).
 inline void mmaTf32(float* d, const uint32_t (&frag)[6]) {
-  unsigned me = threadIdx_.x, warp = me & ~31u;
-  std::memcpy(mmaTable_[me], frag, sizeof frag);
-  barrier();
-  auto a = [&](unsigned r, unsigned k) { return __uint_as_float(mmaTable_[warp + (r % 8) * 4 + k % 4][(r >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0)]); };
-  auto b = [&](unsigned k, unsigned n) { return __uint_as_float(mmaTable_[warp + n * 4 + k % 4][4 + (k >= 4 ? 1 : 0)]); };
-  unsigned g = (me & 31u) / 4, t = (me & 31u) % 4;
-  for (unsigned e = 0; e < 4; ++e) {
-    unsigned r = g + 8 * (e / 2), n = 2 * t + e % 2;
-    float s = d[e];
-    for (unsigned k = 0; k < 8; ++k) s += a(r, k) * b(k, n);
-    d[e] = s;
-  }
-  barrier();
+  warpMma(
+      d, frag, 8,
+      [](WarpTable w, unsigned r, unsigned k) { return __uint_as_float(w[(r % 8) * 4 + k % 4][(r >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0)]); },
+      [](WarpTable w, unsigned k, unsigned n) { return __uint_as_float(w[n * 4 + k % 4][4 + (k >= 4 ? 1 : 0)]); });
 }
 }  // namespace texc_emu
 
