@@ -9,7 +9,7 @@
 #   TEXC=path/to/texc scripts/...         a texc built elsewhere: no build, no ctest step
 #
 # Rows: fused GELU over 2^26 floats as a fraction of device-to-device copy bandwidth; SGEMM 4096
-# against cuBLAS; conv 3x3 + scale/bias + 2x2 max pool (N=32, C=K=64, 56x56) against cuDNN conv
+# against cuBLAS, in fp32 and with TF32 tensor cores (texc --math=fast, cuBLAS TF32 math); conv 3x3 + scale/bias + 2x2 max pool (N=32, C=K=64, 56x56) against cuDNN conv
 # + pool; row softmax 4096x4096 against cuDNN; attention N=4096 d=64 (causal and not, online-tile)
 # against texc's materialized program. Targets: GELU >= 90% of copy, SGEMM >= 80% of cuBLAS.
 set -euo pipefail
@@ -105,6 +105,7 @@ texc_check() {
 }
 texc_check gelu bench/cuda/gelu.tex
 texc_check sgemm examples/matmul.tex -D M=1024 -D K=1024 -D N=1024
+texc_check tf32gemm examples/matmul.tex -D M=1024 -D K=1024 -D N=1024 --math fast
 texc_check bf16gemm bench/workloads/matmul_bf16.tex -D M=1024 -D K=1024 -D N=1024
 texc_check convpool examples/conv_pool.tex -D N=2 -D C=64 -D K=64 -D H=56 -D W=56
 texc_check softmax examples/softmax.tex -D R=4096 -D D=4096
@@ -115,6 +116,7 @@ texc_check attnmat examples/attention.tex -D N=4096 --disable-pass=online-softma
 
 gelu_ms=$(texc_ms gelu bench/cuda/gelu.tex)
 sgemm_ms=$(texc_ms sgemm examples/matmul.tex -D M=4096 -D K=4096 -D N=4096)
+tf32gemm_ms=$(texc_ms tf32gemm examples/matmul.tex -D M=4096 -D K=4096 -D N=4096 --math fast)
 bf16gemm_ms=$(texc_ms bf16gemm bench/workloads/matmul_bf16.tex -D M=4096 -D K=4096 -D N=4096)
 conv_ms=$(texc_ms convpool examples/conv_pool.tex -D N=32 -D C=64 -D K=64 -D H=56 -D W=56)
 softmax_ms=$(texc_ms softmax examples/softmax.tex -D R=4096 -D D=4096)
@@ -126,13 +128,14 @@ attn_full_mat_ms=$(texc_ms attnfullmat bench/workloads/attention_full.tex -D N=4
 
 copy_gbs=$(peer copy_gbs)
 cublas_ms=$(peer sgemm_ms)
+cublas_tf32_ms=$(peer tf32gemm_ms)
 cublas_bf16_ms=$(peer bf16gemm_ms)
 cudnn_conv_ms=$(peer convpool_ms)
 cudnn_softmax_ms=$(peer softmax_ms)
 
 # ---- the table ----------------------------------------------------------------------------------
 awk -v gpu="$gpu_name" -v gelu="$gelu_ms" -v copy="$copy_gbs" -v sg="$sgemm_ms" -v cb="$cublas_ms" \
-    -v bg="$bf16gemm_ms" -v cbb="$cublas_bf16_ms" \
+    -v bg="$bf16gemm_ms" -v cbb="$cublas_bf16_ms" -v tg="$tf32gemm_ms" -v ctg="$cublas_tf32_ms" \
     -v cv="$conv_ms" -v cd="$cudnn_conv_ms" -v sm="$softmax_ms" -v cs="$cudnn_softmax_ms" -v ln="$layernorm_ms" \
     -v at="$attn_ms" -v am="$attn_mat_ms" -v af="$attn_full_ms" -v afm="$attn_full_mat_ms" \
     -v peers="$peer_source" '
@@ -148,6 +151,7 @@ BEGIN {
   printf "|%s|%s|%s|%s|%s|\n", "------------------------------------", "--------------", "--------------", "-----------", "---------"
   row("fused GELU 2^26 vs D2D copy", gelu == "" ? "" : bytes / (gelu * 1e-3) / 1e9, copy, "GB/s", ">= 90%")
   row("SGEMM 4096 fp32 vs cuBLAS", sg == "" ? "" : flops / (sg * 1e-3) / 1e12, cb == "" ? "" : flops / (cb * 1e-3) / 1e12, "TF/s", ">= 80%")
+  row("SGEMM 4096 TF32 (--math=fast) vs cuBLAS", tg == "" ? "" : flops / (tg * 1e-3) / 1e12, ctg == "" ? "" : flops / (ctg * 1e-3) / 1e12, "TF/s", "-")
   row("bf16 GEMM 4096 (tensor cores) vs cuBLAS", bg == "" ? "" : flops / (bg * 1e-3) / 1e12, cbb == "" ? "" : flops / (cbb * 1e-3) / 1e12, "TF/s", "-")
   row("conv3x3+bias+maxpool vs cuDNN", cv, cd, "ms", "-")
   row("softmax 4096x4096 vs cuDNN", sm, cs, "ms", "-")

@@ -2,6 +2,7 @@
 //   copy_gbs <GB/s>          device-to-device copy of 2^26 floats (read + write bytes / time)
 //   sgemm_ms <ms> <TFLOP/s>  cuBLAS SGEMM, 4096^3, fp32 (no tensor-core TF32: CUBLAS_DEFAULT_MATH)
 //   bf16gemm_ms <ms> <TFLOP/s>  cuBLAS cublasGemmEx, 4096^3, bf16 in and out, f32 compute (tensor cores)
+//   tf32gemm_ms <ms> <TFLOP/s>  cuBLAS SGEMM, 4096^3, fp32 with TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH)
 //   convpool_ms <ms>         cuDNN conv 3x3 pad 1 (N=32, C=K=64, 56x56), then 2x2 max pool
 //   softmax_ms <ms>          cuDNN softmax (accurate) over 4096 rows of 4096
 // Every time is the median of 20 runs after warm-up, measured with CUDA events.
@@ -99,6 +100,10 @@ int main() {
     float one = 1, zero = 0;
     float ms = medianMs([&] { CHECK_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n)); });
     std::printf("sgemm_ms %.4f %.2f\n", ms, 2.0 * n * n * double(n) / (ms * 1e-3) / 1e12);
+    // The same with TF32 tensor cores allowed: the peer of texc --math=fast.
+    CHECK_CUBLAS(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH));
+    ms = medianMs([&] { CHECK_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n)); });
+    std::printf("tf32gemm_ms %.4f %.2f\n", ms, 2.0 * n * n * double(n) / (ms * 1e-3) / 1e12);
     CHECK_CUBLAS(cublasDestroy(h));
     CHECK_CUDA(cudaFree(a));
     CHECK_CUDA(cudaFree(b));

@@ -5,6 +5,7 @@ toolkit lacks cuDNN's headers (scripts/cuda-bench.sh falls back to it). Same lin
   copy_gbs <GB/s>          device-to-device copy of 2^26 floats (read + write bytes / time)
   sgemm_ms <ms> <TFLOP/s>  torch.mm 4096^3 fp32 with TF32 off (cuBLAS SGEMM)
   bf16gemm_ms <ms> <TFLOP/s>  torch.mm 4096^3 in bf16 (cuBLAS, f32 accumulation)
+  tf32gemm_ms <ms> <TFLOP/s>  torch.mm 4096^3 fp32 with TF32 allowed
   convpool_ms <ms>         conv 3x3 pad 1 (N=32, C=K=64, 56x56) + 2x2 max pool (cuDNN, TF32 off)
   softmax_ms <ms>          softmax over 4096 rows of 4096
 
@@ -50,6 +51,10 @@ a, b = torch.rand(s, s, device=dev), torch.rand(s, s, device=dev)
 c = torch.empty(s, s, device=dev)
 ms = median_ms(lambda: torch.mm(a, b, out=c))
 print("sgemm_ms %.4f %.2f" % (ms, 2.0 * s ** 3 / (ms * 1e-3) / 1e12))
+torch.backends.cuda.matmul.allow_tf32 = True  # the peer of texc --math=fast, then off again
+ms = median_ms(lambda: torch.mm(a, b, out=c))
+torch.backends.cuda.matmul.allow_tf32 = False
+print("tf32gemm_ms %.4f %.2f" % (ms, 2.0 * s ** 3 / (ms * 1e-3) / 1e12))
 ah, bh, ch = a.bfloat16(), b.bfloat16(), c.bfloat16()
 ms = median_ms(lambda: torch.mm(ah, bh, out=ch))
 print("bf16gemm_ms %.4f %.2f" % (ms, 2.0 * s ** 3 / (ms * 1e-3) / 1e12))
