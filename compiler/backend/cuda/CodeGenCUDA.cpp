@@ -191,13 +191,14 @@ __device__ __forceinline__ void texc_cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
-// Four floats of a row (16-byte aligned at both ends) in one copy, cached in L2 only (.cg).
-__device__ __forceinline__ void texc_cp_async16(float* smem, const float* gmem, bool valid) {
+// 16 bytes of a row (four floats or eight halves, 16-byte aligned at both ends) in one copy,
+// cached in L2 only (.cg).
+__device__ __forceinline__ void texc_cp_async16(void* smem, const void* gmem, bool valid) {
 #if __CUDA_ARCH__ >= 800
   const unsigned to = (unsigned)__cvta_generic_to_shared(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(to), "l"(gmem), "r"(valid ? 16 : 0));
 #else
-  *reinterpret_cast<float4*>(smem) = valid ? *reinterpret_cast<const float4*>(gmem) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  *reinterpret_cast<uint4*>(smem) = valid ? *reinterpret_cast<const uint4*>(gmem) : make_uint4(0u, 0u, 0u, 0u);
 #endif
 }
 // Waits until at most N of this thread's committed groups of copies are still in flight.
@@ -973,6 +974,33 @@ class KernelGen {
     for (const GuardCond& c : pad->conds) s += fmt::format(" && ({})({}) < {}u", u, index(c.index), c.extent);
     return s;
   }
+  // The cp.async pipeline of GpuMapping::stages (S) buffers over k in steps of kT: the copies of
+  // steps k+1 .. k+S-1 are in flight while step k computes. Every step commits one group of
+  // copies (empty past the end), so that waiting until at most S-2 groups are pending means this
+  // step's have landed. `stage(kBase, buffer, depth)` issues and commits one step's copies;
+  // `compute()` prints one step's arithmetic on buffer `cur`.
+  template <class Stage, class Compute>
+  void asyncPipeline(int kT, int64_t K, Stage stage, Compute compute, std::string& out) const {
+    const int S = m_.stages;
+    for (int st = 0; st + 1 < S; ++st) {
+      out += fmt::format("    // k-step {}'s copies, into buffer {}\n", st, st);
+      if (st * kT < K) stage(std::to_string(st * kT), std::to_string(st), 2);
+      else out += "    texc_cp_async_commit();  // past K: an empty group keeps the count\n";
+    }
+    out += fmt::format("    for ({} k0 = 0; k0 < {}; k0 += {}) {{\n", idx_, K, kT);
+    out += fmt::format("      const int cur = (int)(k0 / {}) % {};\n", kT, S);
+    out += fmt::format("      texc_cp_async_wait<{}>();  // this thread's copies of this step have landed{}\n", S - 2,
+                       S > 2 ? " (the next step's may not have)" : "");
+    out += "      __syncthreads();  // everyone's have, and everyone is done with the buffer of the step before\n";
+    out += fmt::format("      if (k0 + {} < {}) {{  // step k0 + {}'s copies, into that buffer, in flight during this step\n", (S - 1) * kT, K,
+                       (S - 1) * kT);
+    stage(fmt::format("(k0 + {})", (S - 1) * kT), S == 2 ? "cur ^ 1" : fmt::format("(cur + {}) % {}", S - 1, S), 4);
+    out += "      } else {\n        texc_cp_async_commit();  // an empty group keeps the count\n      }\n";
+    compute();
+    out += "    }\n";
+    out += "    __syncthreads();  // the next tile's first copies go into buffers still being read\n";
+  }
+
   // The register-staged pipeline after its first step went into buffer 0: the barrier, and the
   // k loop's head with the step's buffer (`cur`) and whether a next step follows (`more`).
   void registerStagedLoopHead(int kT, int64_t K, std::string& out) const {
@@ -1024,11 +1052,33 @@ class KernelGen {
     // Rows of A padded by 8 halves (16 bytes; 4 floats for TF32) and of B by 8 elements, against
     // bank conflicts between the fragment loads of the 8 row groups.
     const int padA = tf32 ? 4 : 8;
-    out += fmt::format("  __shared__ {} tileA[2][{}][{}];  // {} at (i, k), {}\n", elem, kTile, kT + padA, p_.buffers[aLoad.buffer].name,
-                       tf32 ? "f32, rounded to TF32 as the fragments load" : m_.mma + " bits");
-    out += fmt::format("  __shared__ {} tileB[2][{}][{}];  // {} at (k, j)\n", elem, kT, kTile + 8, p_.buffers[bLoad.buffer].name);
     auto raw = [&](const Expr& e) { return fmt::format("{}[{}]", bufferName(e.buffer), offset(e.buffer, e.index)); };
     const std::string padding = paddingCheck(kLoop);
+    const int S = m_.asyncCopy ? m_.stages : 2;
+    out += fmt::format("  __shared__ {}{} tileA[{}][{}][{}];  // {} at (i, k), {}\n", m_.asyncCopy ? "__align__(16) " : "", elem, S, kTile,
+                       kT + padA, p_.buffers[aLoad.buffer].name, tf32 ? "f32, rounded to TF32 as the fragments load" : m_.mma + " bits");
+    out += fmt::format("  __shared__ {}{} tileB[{}][{}][{}];  // {} at (k, j)\n", m_.asyncCopy ? "__align__(16) " : "", elem, S, kT, kTile + 8,
+                       p_.buffers[bLoad.buffer].name);
+    // With asyncCopy: 16-byte copies of `group` consecutive elements of a row (a group wholly in
+    // or out of the tensor), one step's into buffer `buf`, then a commit.
+    const int group = tf32 ? 4 : 8;
+    auto stageAsync = [&](const std::string& kBase, const std::string& buf, int depth) {
+      std::string pad(2 * depth, ' ');
+      out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, kTile * kT / group / (kT * kT));
+      out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
+      out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + {} * (e % {});\n", pad, idx_, ni, kT / group, nk, kBase, group, kT / group);
+      out += fmt::format("{}  const bool ok = {} < {} && {} < {};\n", pad, ni, I, nk, K);
+      out += fmt::format("{}  texc_cp_async16(&tileA[{}][e / {}][{} * (e % {})], ok ? &{} : {}, ok);\n{}}}\n", pad, buf, kT / group, group,
+                         kT / group, raw(aLoad), bufferName(aLoad.buffer), pad);
+      out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, kTile * kT / group / (kT * kT));
+      out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
+      out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + {} * (e % {});\n", pad, idx_, nk, kBase, kTile / group, nj, group,
+                         kTile / group);
+      out += fmt::format("{}  const bool ok = {} < {} && {} < {};\n", pad, nk, K, nj, J);
+      out += fmt::format("{}  texc_cp_async16(&tileB[{}][e / {}][{} * (e % {})], ok ? &{} : {}, ok);\n{}}}\n", pad, buf, kTile / group, group,
+                         kTile / group, raw(bLoad), bufferName(bLoad.buffer), pad);
+      out += pad + "texc_cp_async_commit();\n";
+    };
     auto stage = [&](const std::string& kBase, bool toRegisters, const std::string& buf, int depth) {
       std::string pad(2 * depth, ' ');
       out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
@@ -1049,13 +1099,8 @@ class KernelGen {
     out += fmt::format("    float frag[{}][{}][4];\n", fragsI, fragsJ);
     out += fmt::format("#pragma unroll\n    for (int a = 0; a < {}; ++a)\n#pragma unroll\n      for (int b = 0; b < {}; ++b)\n"
                        "#pragma unroll\n        for (int e = 0; e < 4; ++e) frag[a][b][e] = 0.0f;\n", fragsI, fragsJ);
-    out += "    // the first k-step into buffer 0\n";
-    stage("0", false, "0", 2);
-    registerStagedLoopHead(kT, K, out);
-    out += fmt::format("      {} nextA[{}], nextB[{}];\n", elem, slots, slots);
-    out += "      if (more) {  // the next k-step's operands, into registers\n";
-    stage(fmt::format("(k0 + {})", kT), true, "", 4);
-    out += "      }\n";
+    // This k-step's arithmetic on buffer `cur`.
+    auto fragments = [&]() {
     out += "      // This k-step: the A fragments of the warp's rows, then per column fragment its B fragment\n";
     out += "      // and one mma per row fragment. Out-of-range k, rows and columns were staged as +0.\n";
     if (tf32) {
@@ -1089,12 +1134,25 @@ class KernelGen {
                        fragsI, m_.mma);
     out += "      }\n";
     }
+    };
+    if (m_.asyncCopy) {
+      asyncPipeline(kT, K, stageAsync, fragments, out);
+    } else {
+    out += "    // the first k-step into buffer 0\n";
+    stage("0", false, "0", 2);
+    registerStagedLoopHead(kT, K, out);
+    out += fmt::format("      {} nextA[{}], nextB[{}];\n", elem, slots, slots);
+    out += "      if (more) {  // the next k-step's operands, into registers\n";
+    stage(fmt::format("(k0 + {})", kT), true, "", 4);
+    out += "      }\n";
+    fragments();
     out += "      if (more) {  // into the buffer nobody reads during this step\n";
     out += fmt::format("#pragma unroll\n        for (int s = 0; s < {}; ++s) {{\n          const int e = threadIdx.x + {} * s;\n"
                        "          tileA[cur ^ 1][e / {}][e % {}] = nextA[s];\n          tileB[cur ^ 1][e / {}][e % {}] = nextB[s];\n        }}\n",
                        slots, kT * kT, kT, kT, kTile, kTile);
     out += "      }\n";
     out += "      __syncthreads();  // the next step's buffer is full; this step's may be overwritten\n    }\n";
+    }
     // Each accumulator element at its row and column, in the epilogue.
     out += fmt::format("#pragma unroll\n    for (int a = 0; a < {}; ++a) {{\n#pragma unroll\n      for (int b = 0; b < {}; ++b) {{\n", fragsI, fragsJ);
     out += "#pragma unroll\n        for (int e = 0; e < 4; ++e) {\n";
@@ -1140,12 +1198,14 @@ class KernelGen {
     // otherwise they are loaded into registers during the step and stored after it.
     LoadMap staged;
     for (size_t n = 0; n < aLoads.size(); ++n) {
-      out += fmt::format("  __shared__ {} tileA{}[{}][{}][{}];  // {} at (i, k){}\n", t_, n, m_.stages, tileI, kT + m_.rowPad,
+      out += fmt::format("  __shared__ {}{} tileA{}[{}][{}][{}];  // {} at (i, k){}\n", m_.vectorCopies.empty() ? "" : "__align__(16) ", t_, n,
+                         m_.stages, tileI, kT + m_.rowPad,
                          p_.buffers[aLoads[n]->buffer].name, m_.rowPad ? ", padded against bank conflicts" : "");
       staged[aLoads[n]] = fmt::format("tileA{}[cur][ty + {} * r][kk]", n, kT);
     }
     for (size_t n = 0; n < bLoads.size(); ++n) {
-      out += fmt::format("  __shared__ {} tileB{}[{}][{}][{}];  // {} at (k, j)\n", t_, n, m_.stages, kT, tileJ, p_.buffers[bLoads[n]->buffer].name);
+      out += fmt::format("  __shared__ {}{} tileB{}[{}][{}][{}];  // {} at (k, j)\n", m_.vectorCopies.empty() ? "" : "__align__(16) ", t_, n,
+                         m_.stages, kT, tileJ, p_.buffers[bLoads[n]->buffer].name);
       staged[bLoads[n]] = fmt::format("tileB{}[cur][kk][tx + {} * c]", n, kT);
     }
     // Staging: each thread moves kRI elements of every row operand's tile and kRJ of every column
@@ -1231,27 +1291,7 @@ class KernelGen {
       out += "          }\n        }\n      }\n";
     };
     if (m_.asyncCopy) {
-      // S stages: the copies of steps k+1 .. k+S-1 are in flight while step k computes. Every
-      // step commits one group of copies (empty past the end), so that waiting until at most
-      // S-2 groups are pending means this step's have landed.
-      const int S = m_.stages;
-      for (int st = 0; st + 1 < S; ++st) {
-        out += fmt::format("    // k-step {}'s copies, into buffer {}\n", st, st);
-        if (st * kT < K) stageAsync(std::to_string(st * kT), std::to_string(st), 2);
-        else out += "    texc_cp_async_commit();  // past K: an empty group keeps the count\n";
-      }
-      out += fmt::format("    for ({} k0 = 0; k0 < {}; k0 += {}) {{\n", idx_, K, kT);
-      out += fmt::format("      const int cur = (int)(k0 / {}) % {};\n", kT, S);
-      out += fmt::format("      texc_cp_async_wait<{}>();  // this thread's copies of this step have landed{}\n", S - 2,
-                         S > 2 ? " (the next step's may not have)" : "");
-      out += "      __syncthreads();  // everyone's have, and everyone is done with the buffer of the step before\n";
-      out += fmt::format("      if (k0 + {} < {}) {{  // step k0 + {}'s copies, into that buffer, in flight during this step\n", (S - 1) * kT, K,
-                         (S - 1) * kT);
-      stageAsync(fmt::format("(k0 + {})", (S - 1) * kT), S == 2 ? "cur ^ 1" : fmt::format("(cur + {}) % {}", S - 1, S), 4);
-      out += "      } else {\n        texc_cp_async_commit();  // an empty group keeps the count\n      }\n";
-      computeStep();
-      out += "    }\n";
-      out += "    __syncthreads();  // the next tile's first copies go into buffers still being read\n";
+      asyncPipeline(kT, K, stageAsync, computeStep, out);
     } else {
       out += "    // the first k-step into buffer 0\n";
       stage("0", false, "0", 2);

@@ -143,18 +143,28 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
   // of 4 elements, and whose extent along it is one too: every group of four is then wholly in
   // or out of the tensor, and 16-byte aligned in memory (buffers are 256-byte aligned) and in
   // the shared tile. A copy per four elements leaves fewer addresses in registers.
-  auto alongLastIndex = [&](const Expr& e, int var) {
+  auto alongLastIndex = [&](const Expr& e, int var, int group) {
     const IndexExpr& last = e.index.back();
     if (last.kind != IndexExpr::Kind::Var || last.var != var) return false;
     for (size_t d = 0; d + 1 < e.index.size(); ++d)
       if (usesVar(e.index[d], var)) return false;
-    return p.buffers[e.buffer].shape.back() % 4 == 0;
+    return p.buffers[e.buffer].shape.back() % group == 0;
   };
   if (m.asyncCopy && k.computeType == DType::F32) {
     for (int n : m.rowOperands)
-      if (K % 4 == 0 && alongLastIndex(*loads[n], vk)) m.vectorCopies.push_back(n);
+      if (K % 4 == 0 && alongLastIndex(*loads[n], vk, 4)) m.vectorCopies.push_back(n);
     for (int n : m.colOperands)
-      if (J % 4 == 0 && alongLastIndex(*loads[n], vj)) m.vectorCopies.push_back(n);
+      if (J % 4 == 0 && alongLastIndex(*loads[n], vj, 4)) m.vectorCopies.push_back(n);
+  }
+  // The tensor-core tile stages by cp.async too when both operands allow 16-byte copies (8
+  // halves or 4 floats of a row: the staged values are the stored ones, f16/bf16 bits or f32).
+  if (!m.mma.empty()) {
+    const int group = 16 / static_cast<int>(dtypeBytes(rowType));
+    const int a = m.rowOperands[0], b = m.colOperands[0];
+    if (K % group == 0 && J % group == 0 && alongLastIndex(*loads[a], vk, group) && alongLastIndex(*loads[b], vj, group)) {
+      m.asyncCopy = true;
+      m.vectorCopies = {a, b};
+    }
   }
   const bool allVector = m.vectorCopies.size() == m.rowOperands.size() + m.colOperands.size();
   // The row operand's tile rows are padded by one element against bank conflicts, except where
@@ -196,6 +206,11 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
   // input) the third stage's addresses cost registers: ptxas spilled 52 bytes at 128 registers
   // for the convolution of conv_pool.tex, none with two stages.
   m.stages = m.asyncCopy && allVector && 3 * stageBytes(rI, rJ) <= 48 * 1024 ? 3 : 2;
+  if (!m.mma.empty()) {  // its own layout: rows of A padded by 16 bytes (8 halves) or 4 floats, of B by 8 elements
+    const int64_t eb = dtypeBytes(rowType), tile = kT * rI;
+    const int64_t stage = (tile * (kT + (eb == 2 ? 8 : 4)) + kT * (tile + 8)) * eb;
+    m.stages = m.asyncCopy && 3 * stage <= 48 * 1024 ? 3 : 2;
+  }
   m.tilesI = (I + m.tile - 1) / m.tile;
   m.tilesJ = (J + m.tileCols - 1) / m.tileCols;
   m.tiles = batch * m.tilesI * m.tilesJ;

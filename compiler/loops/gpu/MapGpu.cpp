@@ -112,7 +112,8 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
                                                                                      : inner[1].as<Loop>().body[0].as<Guard>().body[0].as<AccUpdate>().value)[n];
         names += (names.empty() ? "" : ", ") + p.buffers[e.buffer].name;
       }
-      m.notes.push_back(fmt::format("16-byte copies (four elements of a row each, cp.async.cg): {}", names));
+      const int perCopy = m.mma.empty() || m.mma == "tf32" ? 4 : 8;
+      m.notes.push_back(fmt::format("16-byte copies ({} elements of a row each, cp.async.cg): {}", perCopy == 4 ? "four" : "eight", names));
     }
     if (t->padded)
       m.notes.push_back("padding: where the guard of the term fails, the column operand is staged as 0 (a skipped term adds 0 x "
@@ -133,11 +134,12 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     }
     // Two blocks per SM: while one block waits at its barrier or for its copies, the other
     // computes. The 64K registers of an SM (sm_80 and later) then allow 128 per thread, which the
-    // 8x8 register block of FMAs fits (ptxas -v, docs/cuda.md: no spills for sm_80, 32 bytes for
-    // sm_90); the staged tiles take at most 48 KB per block, so two fit in any sm_80+ SM's shared
-    // memory. The tensor-core tile keeps one block's budget: held to 128 registers it spills
-    // 76-104 bytes (it uses 168-170 without the bound).
-    m.minBlocksPerSM = m.mma.empty() && kRegistersPerSM / m.threads >= 2 * kMinRegistersPerThread ? 2 : 1;
+    // 8x8 register block of FMAs fits (ptxas -v, docs/cuda.md: 127 registers, no spills); the
+    // staged tiles take at most 48 KB per block, so two fit in any sm_80+ SM's shared memory.
+    // The tensor-core tile fits it when it stages by cp.async (119-125 registers, no spills);
+    // staged through registers it keeps one block's budget (held to 128 registers it spilled
+    // 76-104 bytes; it uses 168-208 without the bound).
+    m.minBlocksPerSM = (m.mma.empty() || m.asyncCopy) && kRegistersPerSM / m.threads >= 2 * kMinRegistersPerThread ? 2 : 1;
     if (m.minBlocksPerSM > 1)
       m.notes.push_back(fmt::format("registers: at most {} per thread (__launch_bounds__({}, {})), so that {} blocks share an SM",
                                     kRegistersPerSM / (m.threads * m.minBlocksPerSM), m.threads, m.minBlocksPerSM, m.minBlocksPerSM));

@@ -206,8 +206,8 @@ TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with regist
   CHECK(k.blocks == (4096 / 128) * (4096 / 128));
   // Three stages of 16 KB (A's rows unpadded, 16-byte aligned: a warp reads two rows 16 words
   // apart, in different banks).
-  CHECK(has(m.source, "__shared__ float tileA0[3][128][16];"));
-  CHECK(has(m.source, "__shared__ float tileB0[3][16][128];"));
+  CHECK(has(m.source, "__shared__ __align__(16) float tileA0[3][128][16];"));  // 16-byte copies need 16-byte alignment
+  CHECK(has(m.source, "__shared__ __align__(16) float tileB0[3][16][128];"));
   // f32 operands in f32, rows of a multiple of 4: staged by 16-byte cp.async (four elements of
   // a row each), the copies of the step two ahead issued before this step's arithmetic, each
   // step's waited for (and a barrier) before it computes.
@@ -275,10 +275,14 @@ TEST_CASE("codegen-cuda: --math=fast runs f32 contractions on TF32 tensor cores"
   CudaModule fast = compile(MathMode::Fast);
   REQUIRE(fast.kernels.size() == 1);
   CHECK(fast.kernels[0].strategy == CudaStrategy::TiledContraction);
-  CHECK(fast.kernels[0].minBlocksPerSM == 1);  // the tensor-core tile's register budget
+  // Staged by cp.async, the tensor-core tile fits two blocks per SM (119-125 registers).
+  CHECK(fast.kernels[0].minBlocksPerSM == 2);
   CHECK(has(fast.source, "//   tensor cores (--math=fast): f32 operands staged as f32 and rounded to TF32 (cvt.rna)"));
-  CHECK(has(fast.source, "__shared__ float tileA[2][128][20];"));
-  CHECK(has(fast.source, "__shared__ float tileB[2][16][136];"));
+  CHECK(has(fast.source, "__shared__ __align__(16) float tileA[2][128][20];"));
+  CHECK(has(fast.source, "__shared__ __align__(16) float tileB[2][16][136];"));
+  // Its f32 operands go by 16-byte cp.async, two stages (three would pass 48 KB).
+  CHECK(has(fast.source, "texc_cp_async16(&tileA[cur ^ 1][e / 4][4 * (e % 4)], ok ? &A_p[256 * i_ + k_] : A_p, ok);"));
+  CHECK(has(fast.source, "//   16-byte copies (four elements of a row each, cp.async.cg): A, B"));
   CHECK(has(fast.source, "fa[a][2] = texc_tf32(r0[4]);"));
   CHECK(has(fast.source, "const unsigned fb0 = texc_tf32(tileB[cur][kh + t][c]), fb1 = texc_tf32(tileB[cur][kh + t + 4][c]);"));
   CHECK(has(fast.source, "texc_mma_tf32(frag[a][b], fa[a][0], fa[a][1], fa[a][2], fa[a][3], fb0, fb1);"));
@@ -310,7 +314,8 @@ TEST_CASE("codegen-cuda: bf16 and f16 contractions run on tensor cores, f32 and 
       async = async || has(n, "cp.async");
     }
     CHECK(noted == tensor);
-    // A tensor-core tile keeps one block's register budget (at 128 registers it would spill).
+    // Staged through registers (rows of 2100 halves are no multiple of 8: no 16-byte copies), a
+    // tensor-core tile keeps one block's register budget (at 128 registers it would spill).
     if (tensor) CHECK(k.minBlocksPerSM == 1);
     CHECK_FALSE(async);  // 16-bit operands widened to f32 on the way (or staged as 16-bit values): no byte copies
     mma += tensor;

@@ -35,6 +35,7 @@
 // Shared variables go to one named section, so that an adversarial launch can poison them all:
 // the linker brackets the section with __start_/__stop_ symbols.
 #define __shared__ static __attribute__((section("texc_shared")))
+#define __align__(n) __attribute__((aligned(n)))
 extern "C" char __start_texc_shared[] __attribute__((weak, visibility("hidden")));
 extern "C" char __stop_texc_shared[] __attribute__((weak, visibility("hidden")));
 
@@ -140,7 +141,7 @@ template <typename T>
 void texc_cp_async(T* smem, const T* gmem, bool valid) {
   texc_emu::openCopies_[texc_emu::threadIdx_.x].push_back({smem, valid ? gmem : nullptr, sizeof(T)});
 }
-inline void texc_cp_async16(float* smem, const float* gmem, bool valid) {
+inline void texc_cp_async16(void* smem, const void* gmem, bool valid) {
   texc_emu::openCopies_[texc_emu::threadIdx_.x].push_back({smem, valid ? gmem : nullptr, 16});
 }
 inline void texc_cp_async_commit() {

@@ -70,6 +70,8 @@ std::vector<TestProgram> extraPrograms() {
       // Tensor cores (mma.m16n8k16, emulated lane by lane): 128x128 tiles of 8 warps with 4x4
       // fragments each, tails in every dimension, bf16 and f16 (A B^T).
       makeProgram(e2e / "lowp_matmul_bf16.tex", {"M=130", "N=129", "K=40"}),
+      // ... with rows of a multiple of 8 halves: staged by 16-byte cp.async in three stages.
+      makeProgram(e2e / "lowp_matmul_bf16.tex", {"M=130", "N=136", "K=40"}),
   };
 }
 
@@ -89,7 +91,8 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
   {
     fs::path ex = fs::path(TEXC_SOURCE_DIR) / "examples";
     fs::path e2e = fs::path(TEXC_SOURCE_DIR) / "tests" / "e2e";
-    for (TestProgram p : {makeProgram(ex / "matmul.tex", {"M=130", "K=20", "N=129"}), makeProgram(ex / "matmul_bias_gelu.tex", {"M=33", "K=48", "N=17"}),
+    for (TestProgram p : {makeProgram(ex / "matmul.tex", {"M=130", "K=20", "N=129"}), makeProgram(ex / "matmul.tex", {"M=130", "K=20", "N=132"}),
+                          makeProgram(ex / "matmul_bias_gelu.tex", {"M=33", "K=48", "N=17"}),
                           makeProgram(e2e / "conv_pool_fused.tex", {"K=18", "C=3", "H=12", "W=14"})})
       cases.push_back({p, FuseMode::All, true, nullptr, {}, ""});
   }
