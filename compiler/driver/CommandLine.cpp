@@ -35,7 +35,8 @@ void addPipelineSwitches(CLI::App* cmd, ProgramOptions& o) {
       ->delimiter(',')
       ->type_name("PASS,...");
   cmd->add_option("--math", o.math,
-                  "elementary functions: precise (within 2 ulp) or fast (cheaper, errors in docs/vector-math.md)")
+                  "elementary functions: precise (within 2 ulp) or fast (cheaper, errors in docs/vector-math.md); on the cuda "
+                  "target fast also runs f32 contractions on TF32 tensor cores (docs/cuda.md)")
       ->check(CLI::IsMember({"precise", "fast"}))
       ->capture_default_str();
   cmd->add_option("--cpu", o.pipeline.cpu,
