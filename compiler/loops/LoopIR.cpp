@@ -142,8 +142,8 @@ std::vector<std::string> verifyGpuMapping(const LoopProgram& p, const Kernel& k)
   if (m.strategy == GpuStrategy::TiledContraction && (m.tile != m.kStep * m.regBlock || m.tileCols != m.kStep * m.regCols || m.kStep <= 0 ||
                                                     (!m.mma.empty() && m.tile != m.tileCols) || m.rowOperands.empty() || m.colOperands.empty()))
     fail("a tiled contraction without a consistent tile, register block, k-step and staged operands");
-  if (m.strategy == GpuStrategy::TiledContraction && (m.stages < 2 || m.stages > 3 || (m.stages > 2 && !m.asyncCopy) || m.rowPad < 0))
-    fail("a tiled contraction with other than 2 or 3 stages (3 only with cp.async), or a negative row padding");
+  if (m.strategy == GpuStrategy::TiledContraction && (m.stages < 2 || m.stages > 3 || (m.stages > 2 && !m.asyncCopy) || m.rowPad < 0 || m.colPad < 0))
+    fail("a tiled contraction with other than 2 or 3 stages (3 only with cp.async), or a negative padding");
   if (m.strategy == GpuStrategy::OnlineTile && (m.tile != m.threads || m.kStep <= 0))
     fail("an online-tile kernel whose rows per block are not its threads, or without a key stage");
   if ((!m.sync.empty() || !m.rowEndBarrier.empty()) && m.strategy != GpuStrategy::RowBlock) fail("combines or barriers outside a row-block kernel");

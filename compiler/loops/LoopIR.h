@@ -326,11 +326,12 @@ struct GpuMapping {
   bool asyncCopy = false;
   // tiled-contract: the shared buffers per operand (2, or 3 with asyncCopy where they fit: the
   // copies of `stages - 1` k-steps in flight), and the padding of each row of a row operand's
-  // tile (elements, against bank conflicts).
+  // and of a column operand's shared tile (elements, against bank conflicts).
   int stages = 2;
   int rowPad = 0;
-  // tiled-contract with asyncCopy: the staged operands (load numbers) copied four f32 elements
-  // of a row at a time, with 16-byte cp.async.
+  int colPad = 0;
+  // tiled-contract with asyncCopy: the staged operands (load numbers) copied 16 bytes of a row
+  // at a time (four f32 elements, or eight f16/bf16 ones on tensor cores), with cp.async.
   std::vector<int> vectorCopies;
   // The blocks per SM that the registers are budgeted for: __launch_bounds__(threads, this), so
   // that ptxas keeps each thread under 65536 / (threads * this) registers (tiled-contract: 2).

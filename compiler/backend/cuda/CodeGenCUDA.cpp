@@ -959,12 +959,7 @@ class KernelGen {
   }
 
   // ---- tiled contraction ---------------------------------------------------------------------------
-  // The k loop's update, and the implicit GEMM's padding guard around it (null when none).
-  static const AccUpdate& kUpdate(const Loop& kLoop) {
-    const Guard* pad = kLoop.body[0].getIf<Guard>();
-    return pad ? pad->body[0].as<AccUpdate>() : kLoop.body[0].as<AccUpdate>();
-  }
-  // "&& (unsigned)(index) < extent" per condition of that guard: the column operand is staged as
+  // "&& (unsigned)(index) < extent" per condition of the implicit GEMM's padding guard: the column operand is staged as
   // 0 where one fails (one unsigned comparison covers both bounds).
   std::string paddingCheck(const Loop& kLoop) const {
     const Guard* pad = kLoop.body[0].getIf<Guard>();
@@ -974,6 +969,26 @@ class KernelGen {
     for (const GuardCond& c : pad->conds) s += fmt::format(" && ({})({}) < {}u", u, index(c.index), c.extent);
     return s;
   }
+  // One operand tile's 16-byte copies for one k-step (GpuMapping::vectorCopies): `groups` groups
+  // of `group` elements from rows of `rowLength`; group e lands in row e / (rowLength / group) of
+  // `tile` at element group * (e % ...). The row's variable `outer` is `outerBase` plus the row,
+  // the variable along it `inner` is `innerBase` plus the element; `ok` holds inside the tensor.
+  void vectorStage(const std::string& tile, int64_t groups, int rowLength, int group, const std::string& outer, const std::string& outerBase,
+                   const std::string& inner, const std::string& innerBase, const std::string& ok, const Expr& load, int depth,
+                   std::string& out) const {
+    const std::string pad(2 * depth, ' ');
+    const int perRow = rowLength / group;
+    out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, groups / m_.threads);
+    out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, m_.threads);
+    out += fmt::format("{}  const {} {} = {} + e / {}, {} = {} + {} * (e % {});\n", pad, idx_, outer, outerBase, perRow, inner, innerBase, group,
+                       perRow);
+    out += fmt::format("{}  const bool ok = {};\n", pad, ok);
+    out += fmt::format("{}  texc_cp_async16(&{}[e / {}][{} * (e % {})], ok ? &{} : {}, ok);\n{}}}\n", pad, tile, perRow, group, perRow,
+                       rawElement(load), bufferName(load.buffer), pad);
+  }
+  // The element `e` loads, as stored (no conversion).
+  std::string rawElement(const Expr& e) const { return fmt::format("{}[{}]", bufferName(e.buffer), offset(e.buffer, e.index)); }
+
   // The cp.async pipeline of GpuMapping::stages (S) buffers over k in steps of kT: the copies of
   // steps k+1 .. k+S-1 are in flight while step k computes. Every step commits one group of
   // copies (empty past the end), so that waiting until at most S-2 groups are pending means this
@@ -1032,7 +1047,7 @@ class KernelGen {
     const int fragsI = kTile / 2 / 16, fragsJ = kTile / 4 / 8;
     const AccInit& first = inner[0].as<AccInit>();
     const Loop& kLoop = inner[1].as<Loop>();
-    const AccUpdate& update = kUpdate(kLoop);
+    const AccUpdate& update = gpu::kLoopUpdate(kLoop);
     const Loop& li = *lhs_[lhs_.size() - 2];
     const Loop& lj = *lhs_.back();
     int64_t I = li.extent, J = lj.extent, K = kLoop.extent;
@@ -1049,35 +1064,24 @@ class KernelGen {
     const bool tf32 = m_.mma == "tf32";
     const std::string elem = tf32 ? "float" : "unsigned short";
     const std::string zero = tf32 ? "0.0f" : "(unsigned short)0";
-    // Rows of A padded by 8 halves (16 bytes; 4 floats for TF32) and of B by 8 elements, against
+    // Rows of A padded by 16 bytes and of B by 8 elements (GpuMapping::rowPad, colPad), against
     // bank conflicts between the fragment loads of the 8 row groups.
-    const int padA = tf32 ? 4 : 8;
-    auto raw = [&](const Expr& e) { return fmt::format("{}[{}]", bufferName(e.buffer), offset(e.buffer, e.index)); };
+    const int rowLen = kT + m_.rowPad, colLen = kTile + m_.colPad;
     const std::string padding = paddingCheck(kLoop);
     const int S = m_.asyncCopy ? m_.stages : 2;
     out += fmt::format("  __shared__ {}{} tileA[{}][{}][{}];  // {} at (i, k), {}\n", m_.asyncCopy ? "__align__(16) " : "", elem, S, kTile,
-                       kT + padA, p_.buffers[aLoad.buffer].name, tf32 ? "f32, rounded to TF32 as the fragments load" : m_.mma + " bits");
-    out += fmt::format("  __shared__ {}{} tileB[{}][{}][{}];  // {} at (k, j)\n", m_.asyncCopy ? "__align__(16) " : "", elem, S, kT, kTile + 8,
+                       rowLen, p_.buffers[aLoad.buffer].name, tf32 ? "f32, rounded to TF32 as the fragments load" : m_.mma + " bits");
+    out += fmt::format("  __shared__ {}{} tileB[{}][{}][{}];  // {} at (k, j)\n", m_.asyncCopy ? "__align__(16) " : "", elem, S, kT, colLen,
                        p_.buffers[bLoad.buffer].name);
     // With asyncCopy: 16-byte copies of `group` consecutive elements of a row (a group wholly in
     // or out of the tensor), one step's into buffer `buf`, then a commit.
     const int group = tf32 ? 4 : 8;
     auto stageAsync = [&](const std::string& kBase, const std::string& buf, int depth) {
-      std::string pad(2 * depth, ' ');
-      out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, kTile * kT / group / (kT * kT));
-      out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
-      out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + {} * (e % {});\n", pad, idx_, ni, kT / group, nk, kBase, group, kT / group);
-      out += fmt::format("{}  const bool ok = {} < {} && {} < {};\n", pad, ni, I, nk, K);
-      out += fmt::format("{}  texc_cp_async16(&tileA[{}][e / {}][{} * (e % {})], ok ? &{} : {}, ok);\n{}}}\n", pad, buf, kT / group, group,
-                         kT / group, raw(aLoad), bufferName(aLoad.buffer), pad);
-      out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, kTile * kT / group / (kT * kT));
-      out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
-      out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + {} * (e % {});\n", pad, idx_, nk, kBase, kTile / group, nj, group,
-                         kTile / group);
-      out += fmt::format("{}  const bool ok = {} < {} && {} < {};\n", pad, nk, K, nj, J);
-      out += fmt::format("{}  texc_cp_async16(&tileB[{}][e / {}][{} * (e % {})], ok ? &{} : {}, ok);\n{}}}\n", pad, buf, kTile / group, group,
-                         kTile / group, raw(bLoad), bufferName(bLoad.buffer), pad);
-      out += pad + "texc_cp_async_commit();\n";
+      vectorStage(fmt::format("tileA[{}]", buf), kTile * kT / group, kT, group, ni, "row0", nk, kBase,
+                  fmt::format("({} < {} && {} < {})", ni, I, nk, K), aLoad, depth, out);
+      vectorStage(fmt::format("tileB[{}]", buf), kTile * kT / group, kTile, group, nk, kBase, nj, "col0",
+                  fmt::format("({} < {} && {} < {})", nk, K, nj, J), bLoad, depth, out);
+      out += std::string(2 * depth, ' ') + "texc_cp_async_commit();\n";
     };
     auto stage = [&](const std::string& kBase, bool toRegisters, const std::string& buf, int depth) {
       std::string pad(2 * depth, ' ');
@@ -1085,13 +1089,13 @@ class KernelGen {
       out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
       out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + e % {};\n", pad, idx_, ni, kT, nk, kBase, kT);
       out += fmt::format("{}  {} = ({} < {} && {} < {}) ? {} : {};\n{}}}\n", pad,
-                         toRegisters ? "nextA[s]" : fmt::format("tileA[{}][e / {}][e % {}]", buf, kT, kT), ni, I, nk, K, raw(aLoad), zero, pad);
+                         toRegisters ? "nextA[s]" : fmt::format("tileA[{}][e / {}][e % {}]", buf, kT, kT), ni, I, nk, K, rawElement(aLoad), zero, pad);
       out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
       out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
       out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, kTile, nj, kTile);
       out += fmt::format("{}  {} = ({} < {} && {} < {}{}) ? {} : {};\n{}}}\n", pad,
                          toRegisters ? "nextB[s]" : fmt::format("tileB[{}][e / {}][e % {}]", buf, kTile, kTile), nk, K, nj, J, padding,
-                         raw(bLoad), zero, pad);
+                         rawElement(bLoad), zero, pad);
     };
     out += "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
     out += fmt::format("  const int g = lane / 4, t = lane % 4, wr = (warp / 4) * {}, wc = (warp % 4) * {};\n", kTile / 2, kTile / 4);
@@ -1110,7 +1114,7 @@ class KernelGen {
       out += fmt::format("        unsigned fa[{}][4];\n", fragsI);
       out += fmt::format("#pragma unroll\n        for (int a = 0; a < {}; ++a) {{\n", fragsI);
       out += "          const float* r0 = &tileA[cur][wr + 16 * a + g][kh + t];\n";
-      out += fmt::format("          const float* r8 = r0 + 8 * {};\n", kT + padA);
+      out += fmt::format("          const float* r8 = r0 + 8 * {};\n", rowLen);
       out += "          fa[a][0] = texc_tf32(r0[0]);\n          fa[a][1] = texc_tf32(r8[0]);\n";
       out += "          fa[a][2] = texc_tf32(r0[4]);\n          fa[a][3] = texc_tf32(r8[4]);\n        }\n";
       out += fmt::format("#pragma unroll\n        for (int b = 0; b < {}; ++b) {{\n", fragsJ);
@@ -1123,7 +1127,7 @@ class KernelGen {
     out += fmt::format("      unsigned fa[{}][4];\n", fragsI);
     out += fmt::format("#pragma unroll\n      for (int a = 0; a < {}; ++a) {{\n", fragsI);
     out += "        const unsigned short* r0 = &tileA[cur][wr + 16 * a + g][2 * t];\n";
-    out += fmt::format("        const unsigned short* r8 = r0 + 8 * {};\n", kT + 8);
+    out += fmt::format("        const unsigned short* r8 = r0 + 8 * {};\n", rowLen);
     out += "        fa[a][0] = texc_pair(r0[0], r0[1]);\n        fa[a][1] = texc_pair(r8[0], r8[1]);\n";
     out += "        fa[a][2] = texc_pair(r0[8], r0[9]);\n        fa[a][3] = texc_pair(r8[8], r8[9]);\n      }\n";
     out += fmt::format("#pragma unroll\n      for (int b = 0; b < {}; ++b) {{\n", fragsJ);
@@ -1176,7 +1180,7 @@ class KernelGen {
     const int tileI = m_.tile, tileJ = m_.tileCols;
     const AccInit& first = inner[0].as<AccInit>();
     const Loop& kLoop = inner[1].as<Loop>();
-    const AccUpdate& update = kUpdate(kLoop);
+    const AccUpdate& update = gpu::kLoopUpdate(kLoop);
     const Loop& li = *lhs_[lhs_.size() - 2];
     const Loop& lj = *lhs_.back();
     int vi = li.var, vj = lj.var, vk = kLoop.var;
@@ -1215,8 +1219,7 @@ class KernelGen {
     // For every element this thread stages of each operand tile at k-step `kBase`: its loop, its
     // indices, then `move(load, slot, dest, inside, pad)` writes the statements that move it, where
     // `slot` is "A0[s]"-like and `dest` the element of buffer `buf` of the shared tile.
-    // With `vector` (an operand of GpuMapping::vectorCopies, async only), `move` gets the first
-    // element of each group of four and moves the group.
+    // An operand of GpuMapping::vectorCopies (async only) goes by vectorStage instead.
     auto isVector = [&](const Expr* e) {
       for (int n : m_.vectorCopies)
         if (loads[n] == e) return true;
@@ -1225,13 +1228,9 @@ class KernelGen {
     auto forEachStaged = [&](const std::string& kBase, const std::string& buf, int depth, auto move) {
       std::string pad(2 * depth, ' ');
       for (size_t n = 0; n < aLoads.size(); ++n) {
-        if (isVector(aLoads[n])) {  // rows of kT elements: kT / 4 groups each
-          out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, tileI * kT / 4 / (kT * kT));
-          out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
-          out += fmt::format("{}  const {} {} = row0 + e / {}, {} = {} + 4 * (e % {});\n", pad, idx_, ni, kT / 4, nk, kBase, kT / 4);
-          move(*aLoads[n], "", fmt::format("tileA{}[{}][e / {}][4 * (e % {})]", n, buf, kT / 4, kT / 4),
-               fmt::format("({} < {} && {} < {})", ni, I, nk, K), pad + "  ");
-          out += pad + "}\n";
+        if (isVector(aLoads[n])) {  // rows of kT elements, four at a time
+          vectorStage(fmt::format("tileA{}[{}]", n, buf), tileI * kT / 4, kT, 4, ni, "row0", nk, kBase,
+                      fmt::format("({} < {} && {} < {})", ni, I, nk, K), *aLoads[n], depth, out);
           continue;
         }
         out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slotsA);
@@ -1242,13 +1241,9 @@ class KernelGen {
         out += pad + "}\n";
       }
       for (size_t n = 0; n < bLoads.size(); ++n) {
-        if (isVector(bLoads[n])) {  // rows of tileJ elements: tileJ / 4 groups each
-          out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, tileJ * kT / 4 / (kT * kT));
-          out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
-          out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + 4 * (e % {});\n", pad, idx_, nk, kBase, tileJ / 4, nj, tileJ / 4);
-          move(*bLoads[n], "", fmt::format("tileB{}[{}][e / {}][4 * (e % {})]", n, buf, tileJ / 4, tileJ / 4),
-               fmt::format("({} < {} && {} < {})", nk, K, nj, J), pad + "  ");
-          out += pad + "}\n";
+        if (isVector(bLoads[n])) {  // rows of tileJ elements, four at a time
+          vectorStage(fmt::format("tileB{}[{}]", n, buf), tileJ * kT / 4, tileJ, 4, nk, kBase, nj, "col0",
+                      fmt::format("({} < {} && {} < {})", nk, K, nj, J), *bLoads[n], depth, out);
           continue;
         }
         out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slotsB);
@@ -1270,7 +1265,7 @@ class KernelGen {
     auto stageAsync = [&](const std::string& kBase, const std::string& buf, int depth) {
       forEachStaged(kBase, buf, depth, [&](const Expr& e, const std::string&, const std::string& dest, const std::string& ok, const std::string& pad) {
         out += fmt::format("{}const bool ok = {};\n", pad, ok);
-        out += fmt::format("{}texc_cp_async{}(&{}, ok ? &{} : {}, ok);\n", pad, isVector(&e) ? "16" : "", dest, load(e), bufferName(e.buffer));
+        out += fmt::format("{}texc_cp_async(&{}, ok ? &{} : {}, ok);\n", pad, dest, load(e), bufferName(e.buffer));
       });
       out += fmt::format("{}texc_cp_async_commit();\n", std::string(2 * depth, ' '));
     };

@@ -81,8 +81,12 @@ std::vector<const Expr*> loadsInOrder(const Expr& e) {
   return loads;
 }
 
+const AccUpdate& kLoopUpdate(const Loop& kLoop) {
+  const Guard* pad = kLoop.body[0].getIf<Guard>();
+  return pad ? pad->body[0].as<AccUpdate>() : kLoop.body[0].as<AccUpdate>();
+}
+
 std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o) {
-  const bool tf32 = o.tf32;
   constexpr int kT = 16;  // threads per tile side, and the k-step
   const std::vector<const Loop*>& lhs = shape.lhs;
   // The body the CPU's tile pass recognises too (Contraction.h), of any reduction.
@@ -106,29 +110,27 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
     if (uk && uj && !ui) m.colOperands.push_back(static_cast<int>(n));
   }
   if (m.rowOperands.empty() || m.colOperands.empty()) return std::nullopt;
+  // The term is a sum of products of exactly one row and one column operand: what the padding
+  // and the tensor cores need.
+  const Expr& term = update->value;
+  const bool oneProduct = update->reduce == ReduceKind::Sum && loads.size() == 2 && m.rowOperands.size() == 1 &&
+                          m.colOperands.size() == 1 && term.kind == ExprKind::Binary && term.binaryOp == BinaryOp::Mul &&
+                          term.args[0].kind == ExprKind::Load && term.args[1].kind == ExprKind::Load;
   // A guarded term (the implicit GEMM's padding, ImplicitGemmNest.h) is staged as a zero of its
-  // column operand where the guard fails: the term must then be exactly row operand x column
-  // operand, and the guard may not read the rows.
+  // column operand where the guard fails: the term must then be that product, and the guard may
+  // not read the rows.
   if (body->guard) {
-    const Expr& term = update->value;
-    if (update->reduce != ReduceKind::Sum || loads.size() != 2 || m.rowOperands.size() != 1 || m.colOperands.size() != 1 ||
-        term.kind != ExprKind::Binary || term.binaryOp != BinaryOp::Mul || term.args[0].kind != ExprKind::Load ||
-        term.args[1].kind != ExprKind::Load)
-      return std::nullopt;
+    if (!oneProduct) return std::nullopt;
     for (const GuardCond& c : body->guard->conds)
       if (usesVar(c.index, vi)) return std::nullopt;
     m.padded = true;
   }
-  // Tensor cores: a sum of products of exactly one f16 or bf16 row operand and one column
-  // operand of the same dtype (the products are exact in f32, the sums f32, as on the CUDA
-  // cores); anything else in the term (a scale, a third factor) keeps the scalar tile.
-  const Expr& term = update->value;
-  // With tf32 (--math=fast, an opt-in: docs/cuda.md), f32 operands too, rounded to TF32.
+  // Tensor cores: that product of one f16 or bf16 row operand and a column operand of the same
+  // dtype (the products are exact in f32, the sums f32, as on the CUDA cores); anything else in
+  // the term (a scale, a third factor) keeps the scalar tile. With o.tf32 (--math=fast, an
+  // opt-in: docs/cuda.md), f32 operands too, rounded to TF32.
   const DType rowType = p.buffers[loads[m.rowOperands[0]]->buffer].dtype;
-  if (update->reduce == ReduceKind::Sum && loads.size() == 2 && m.rowOperands.size() == 1 && m.colOperands.size() == 1 &&
-      term.kind == ExprKind::Binary && term.binaryOp == BinaryOp::Mul && term.args[0].kind == ExprKind::Load &&
-      term.args[1].kind == ExprKind::Load && k.computeType == DType::F32 &&
-      (rowType == DType::BF16 || rowType == DType::F16 || (tf32 && rowType == DType::F32)) &&
+  if (oneProduct && k.computeType == DType::F32 && (rowType == DType::BF16 || rowType == DType::F16 || (o.tf32 && rowType == DType::F32)) &&
       p.buffers[loads[m.colOperands[0]]->buffer].dtype == rowType)
     m.mma = rowType == DType::BF16 ? "bf16" : rowType == DType::F16 ? "f16" : "tf32";
   // cp.async copies bytes: the scalar tile stages with it when every staged operand is stored
@@ -167,18 +169,24 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
     }
   }
   const bool allVector = m.vectorCopies.size() == m.rowOperands.size() + m.colOperands.size();
-  // The row operand's tile rows are padded by one element against bank conflicts, except where
-  // every operand is copied 16 bytes at a time (the rows must stay 16-byte aligned; in f32 the
-  // two rows a warp reads at once then lie 16 words apart, in different banks anyway).
-  m.rowPad = allVector ? 0 : 1;
+  // The shared tiles' layout. Scalar tile: the row operand's rows padded by one element against
+  // bank conflicts, except where every operand is copied 16 bytes at a time (the rows must stay
+  // 16-byte aligned; in f32 the two rows a warp reads at once then lie 16 words apart, in
+  // different banks anyway). Tensor-core tile: its stored values (16-bit, or f32 for TF32), rows
+  // of A padded by 16 bytes and of B by 8 elements, so that the fragment loads of the 8 row
+  // groups meet no bank twice.
+  const int64_t elemBytes = dtypeBytes(m.mma.empty() ? k.computeType : rowType);
+  m.rowPad = !m.mma.empty() ? static_cast<int>(16 / elemBytes) : allVector ? 0 : 1;
+  m.colPad = m.mma.empty() ? 0 : 8;
   // 8 rows (or columns) of registers per thread, 128 of the tile, along a dimension of at least
   // 128 outputs, else 4 (64): 128x128 tiles for large products, 64x128 for 64 output channels
   // (a convolution's implicit GEMM: 12 shared loads per 32 FMAs where 64x64 has 8 per 16). The
   // tensor-core tile stays square. The two shared buffers of every operand must fit in the 48 KB
   // a block may declare statically; the larger side gives way first.
   auto stageBytes = [&](int rI, int rJ) {
-    return (static_cast<int64_t>(m.rowOperands.size()) * kT * rI * (kT + m.rowPad) + static_cast<int64_t>(m.colOperands.size()) * kT * kT * rJ) *
-           dtypeBytes(k.computeType);
+    return (static_cast<int64_t>(m.rowOperands.size()) * kT * rI * (kT + m.rowPad) +
+            static_cast<int64_t>(m.colOperands.size()) * kT * (kT * rJ + m.colPad)) *
+           elemBytes;
   };
   auto sharedBytes = [&](int rI, int rJ) { return 2 * stageBytes(rI, rJ); };
   int rI = I >= 128 ? 8 : 4, rJ = J >= 128 ? 8 : 4;
@@ -204,13 +212,9 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
   // every staged operand is copied 16 bytes at a time: the copies of the next two k-steps are
   // in flight during each step's arithmetic. With element copies (the implicit GEMM's gathered
   // input) the third stage's addresses cost registers: ptxas spilled 52 bytes at 128 registers
-  // for the convolution of conv_pool.tex, none with two stages.
+  // for the convolution of conv_pool.tex, none with two stages. (A bf16/f16 tensor-core stage of
+  // the 128x128 tile is 10.5 KB, a TF32 one 18.9 KB.)
   m.stages = m.asyncCopy && allVector && 3 * stageBytes(rI, rJ) <= 48 * 1024 ? 3 : 2;
-  if (!m.mma.empty()) {  // its own layout: rows of A padded by 16 bytes (8 halves) or 4 floats, of B by 8 elements
-    const int64_t eb = dtypeBytes(rowType), tile = kT * rI;
-    const int64_t stage = (tile * (kT + (eb == 2 ? 8 : 4)) + kT * (tile + 8)) * eb;
-    m.stages = m.asyncCopy && 3 * stage <= 48 * 1024 ? 3 : 2;
-  }
   m.tilesI = (I + m.tile - 1) / m.tile;
   m.tilesJ = (J + m.tileCols - 1) / m.tileCols;
   m.tiles = batch * m.tilesI * m.tilesJ;

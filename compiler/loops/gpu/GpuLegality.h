@@ -56,8 +56,13 @@ struct TiledMatch {
   bool padded = false;     // the k loop's update under a guard: zeros of the column operand where it fails
   int stages = 2;          // shared buffers per operand (GpuMapping::stages)
   int rowPad = 0;          // elements of padding per row of a row operand's shared tile
+  int colPad = 0;          // ... and of a column operand's
   std::vector<int> vectorCopies;  // staged operands copied 16 bytes at a time (GpuMapping::vectorCopies)
 };
+// The update of a tiled contraction's k loop: its one statement, or the one inside the implicit
+// GEMM's padding guard.
+const AccUpdate& kLoopUpdate(const Loop& kLoop);
+
 // With o.tf32 (--math=fast), a sum of products of two f32 operands goes to tensor cores too
 // (mma "tf32": each operand rounded to TF32, 10 bits of mantissa, products summed in f32). The
 // tiles shrink (to 64 along a side) while there are fewer than two per SM of o.multiprocessors.

@@ -78,6 +78,7 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     m.asyncCopy = t->asyncCopy;
     m.stages = t->stages;
     m.rowPad = t->rowPad;
+    m.colPad = t->colPad;
     m.vectorCopies = t->vectorCopies;
     const Loop& li = *shape.lhs[shape.lhs.size() - 2];
     const Loop& lj = *shape.lhs.back();
@@ -107,11 +108,8 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
                                                     "arithmetic"));
     if (!t->vectorCopies.empty()) {
       std::string names;
-      for (int n : t->vectorCopies) {
-        const Expr& e = *loadsInOrder(inner[1].as<Loop>().body[0].is<AccUpdate>() ? inner[1].as<Loop>().body[0].as<AccUpdate>().value
-                                                                                     : inner[1].as<Loop>().body[0].as<Guard>().body[0].as<AccUpdate>().value)[n];
-        names += (names.empty() ? "" : ", ") + p.buffers[e.buffer].name;
-      }
+      const std::vector<const Expr*> loads = loadsInOrder(kLoopUpdate(kLoop).value);
+      for (int n : t->vectorCopies) names += (names.empty() ? "" : ", ") + p.buffers[loads[n]->buffer].name;
       const int perCopy = m.mma.empty() || m.mma == "tf32" ? 4 : 8;
       m.notes.push_back(fmt::format("16-byte copies ({} elements of a row each, cp.async.cg): {}", perCopy == 4 ? "four" : "eight", names));
     }

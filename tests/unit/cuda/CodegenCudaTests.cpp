@@ -261,13 +261,12 @@ TEST_CASE("codegen-cuda: matmul is a shared-memory tiled contraction with regist
 // --math=fast opts f32 contractions into TF32 tensor cores; precise keeps the FMA tile.
 TEST_CASE("codegen-cuda: --math=fast runs f32 contractions on TF32 tensor cores", "[cuda][codegen]") {
   auto compile = [](MathMode math) {
-    CompileRequest r;
-    r.path = (fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex").string();
-    r.defines = {"M=4096", "N=4096"};  // 128 x 128 tiles (two per SM)
-    r.options.target = Target::Cuda;
-    r.options.math = math;
-    r.until = Stage::CUDA;
-    std::unique_ptr<Compilation> c = compileProgram(r);
+    PipelineOptions o;
+    o.target = Target::Cuda;
+    o.math = math;
+    // 4096 x 4096: 128 x 128 tiles (two per SM)
+    std::unique_ptr<Compilation> c =
+        compileTo(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex", {"M=4096", "N=4096"}), Stage::CUDA, o);
     REQUIRE(c->ok);
     REQUIRE(c->state.cuda);
     return *c->state.cuda;
@@ -380,13 +379,10 @@ TEST_CASE("codegen-cuda: conv+pool is an implicit GEMM whose padding is staged a
 
 // Without tiling the convolution stays under the pool, one untiled nest with its skip guards.
 TEST_CASE("codegen-cuda: conv+pool with --no-tile keeps the skip guards", "[cuda][codegen]") {
-  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "conv_pool.tex", {});
-  CompileRequest r;
-  r.path = p.path.string();
-  r.options.target = Target::Cuda;
-  r.options.tile = false;
-  r.until = Stage::CUDA;
-  std::unique_ptr<Compilation> c = compileProgram(r);
+  PipelineOptions untiled;
+  untiled.target = Target::Cuda;
+  untiled.tile = false;
+  std::unique_ptr<Compilation> c = compileTo(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "conv_pool.tex", {}), Stage::CUDA, untiled);
   REQUIRE(c->ok);
   const CudaModule& m = *c->state.cuda;
   REQUIRE(m.kernels.size() == 1);

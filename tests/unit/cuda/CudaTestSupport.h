@@ -66,16 +66,23 @@ inline std::vector<TestProgram> suitePrograms() {
   return out;
 }
 
-// Runs the pipeline up to `until` for `target`; the result's `ok` says whether the program compiled.
-inline std::unique_ptr<Compilation> compileTo(const TestProgram& p, Stage until, Target target = Target::Cuda,
-                                              FuseMode fuse = FuseMode::All) {
+// Runs the pipeline up to `until` with `options`; the result's `ok` says whether the program compiled.
+inline std::unique_ptr<Compilation> compileTo(const TestProgram& p, Stage until, const PipelineOptions& options) {
   CompileRequest r;
   r.path = p.path.string();
   r.defines = p.defines;
-  r.options.target = target;
-  r.options.fuse = fuse;
+  r.options = options;
   r.until = until;
   return compileProgram(r);
+}
+
+// ... for `target` and `fuse`, every other option its default.
+inline std::unique_ptr<Compilation> compileTo(const TestProgram& p, Stage until, Target target = Target::Cuda,
+                                              FuseMode fuse = FuseMode::All) {
+  PipelineOptions o;
+  o.target = target;
+  o.fuse = fuse;
+  return compileTo(p, until, o);
 }
 
 }  // namespace texc::cudatest

@@ -144,13 +144,12 @@ TEST_CASE("nvrtc: f32 matmul with --math=fast runs mma.m16n8k8.tf32 for sm_80 an
   if (!nvrtcAvailable(&why)) testsupport::skipUnlessCudaRequired(why);
   std::string ptxas = findPtxas();
   if (ptxas.empty()) testsupport::skipUnlessCudaRequired("ptxas not found (CUDA_HOME/bin, /usr/local/cuda/bin, PATH)");
-  CompileRequest r;
-  r.path = (fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex").string();
-  r.defines = {"M=4096", "N=4096"};  // 128 x 128 tiles (two per SM)
-  r.options.target = Target::Cuda;
-  r.options.math = MathMode::Fast;
-  r.until = Stage::CUDA;
-  std::unique_ptr<Compilation> c = compileProgram(r);
+  PipelineOptions fast;
+  fast.target = Target::Cuda;
+  fast.math = MathMode::Fast;
+  // 4096 x 4096: 128 x 128 tiles (two per SM)
+  std::unique_ptr<Compilation> c =
+      compileTo(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex", {"M=4096", "N=4096"}), Stage::CUDA, fast);
   REQUIRE(c->ok);
   REQUIRE(c->state.cuda);
   forEachArch(c->state.cuda->source, ptxas, [&](const std::string& arch, const std::string& ptx) {
