@@ -22,8 +22,11 @@ bool isTileOperandLoad(const LoopProgram& p, const Expr& e) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }
 
-std::optional<ReductionBody> matchReductionBody(const Block& body, bool allowGuard) {
-  if (body.size() < 3 || body.size() % 2 != 1 || !body.back().is<Store>()) return std::nullopt;
+std::optional<ReductionBody> matchReductionBody(const Block& body, bool allowGuard, bool allowFold) {
+  if (body.size() < 3 || body.size() % 2 != 1) return std::nullopt;
+  const Store* store = body.back().getIf<Store>();
+  const AccUpdate* fold = allowFold ? body.back().getIf<AccUpdate>() : nullptr;
+  if (!store && !fold) return std::nullopt;
   // The implicit-GEMM form: `acc = identity; for k { if padding { acc op= term } }; store`.
   if (allowGuard && body.size() == 3) {
     const auto* init = body[0].getIf<AccInit>();
@@ -31,7 +34,7 @@ std::optional<ReductionBody> matchReductionBody(const Block& body, bool allowGua
     const Guard* guard = kLoop && kLoop->body.size() == 1 ? kLoop->body[0].getIf<Guard>() : nullptr;
     const AccUpdate* update = guard && guard->body.size() == 1 ? guard->body[0].getIf<AccUpdate>() : nullptr;
     if (init && update && update->acc == init->acc && update->reduce == init->reduce)
-      return ReductionBody{kLoop, update, guard, {}, &body.back().as<Store>()};
+      return ReductionBody{kLoop, update, guard, {}, store, fold};
   }
   // The pair at body[at]: `acc = identity; for k { acc op= term }`, of reduction `reduce`.
   auto pairAt = [&](size_t at, ReduceKind reduce) -> const Loop* {
@@ -54,7 +57,8 @@ std::optional<ReductionBody> matchReductionBody(const Block& body, bool allowGua
     if (!equal(repeat.value, r.update->value, {{again->var, r.kLoop->var}})) return std::nullopt;
     r.copies.push_back(repeat.acc);
   }
-  r.store = &body.back().as<Store>();
+  r.store = store;
+  r.fold = fold;
   return r;
 }
 

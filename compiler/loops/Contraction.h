@@ -41,15 +41,17 @@ struct Contraction {
 //
 // With `allowGuard`, the k loop's one statement may also be a guard around the update
 // (`for k { if padding { acc op= term } }`: the implicit-GEMM nest, ImplicitGemm.h), without
-// repeats.
+// repeats. With `allowFold`, the last statement may be an update of an outer accumulator
+// instead of the store (`m op= f(acc)`: a pool window's element, gpu/FusePoolIntoGemm.h).
 struct ReductionBody {
   const Loop* kLoop = nullptr;
   const AccUpdate* update = nullptr;  // acc op= term, kLoop's only statement (or the guard's)
   const Guard* guard = nullptr;       // with allowGuard: the padding around the update, if any
   std::vector<int> copies;            // the repeats' accumulators
   const Store* store = nullptr;       // the epilogue, last
+  const AccUpdate* fold = nullptr;    // with allowFold: the epilogue when it is an update (store null)
 };
-std::optional<ReductionBody> matchReductionBody(const Block& body, bool allowGuard = false);
+std::optional<ReductionBody> matchReductionBody(const Block& body, bool allowGuard = false, bool allowFold = false);
 
 // Whether `iLoop` is the i loop of a contraction (its body exactly the j loop); fills `c`.
 bool matchContraction(const LoopProgram& p, Stmt& iLoop, Contraction& c);

@@ -87,9 +87,10 @@ std::vector<std::string> gpuMappingLines(const LoopProgram& p, const Kernel& k) 
     out.push_back(fmt::format("float4: four elements per thread, read as float4: {}", names.empty() ? "none" : names));
   }
   if (m.strategy == GpuStrategy::TiledContraction) {
-    out.push_back(fmt::format("tile {}x{}, {}x{} registers per thread, k-step {}; staged loads of the term: rows {}, columns {}{}", m.tile,
+    out.push_back(fmt::format("tile {}x{}, {}x{} registers per thread, k-step {}; staged loads of the term: rows {}, columns {}{}{}", m.tile,
                               m.tileCols, m.regBlock, m.regCols, m.kStep, numbers(m.rowOperands, "#"), numbers(m.colOperands, "#"),
-                              m.copies.empty() ? "" : "; the same reduction gives " + numbers(m.copies, "acc")));
+                              m.copies.empty() ? "" : "; the same reduction gives " + numbers(m.copies, "acc"),
+                              m.window > 1 ? fmt::format("; {} columns per output (a pool's window)", m.window) : ""));
   }
   if (m.strategy == GpuStrategy::OnlineTile) {
     const int lanes = m.tile > 0 ? m.threads / m.tile : 1;
@@ -144,6 +145,8 @@ std::vector<std::string> verifyGpuMapping(const LoopProgram& p, const Kernel& k)
     fail("a tiled contraction without a consistent tile, register block, k-step and staged operands");
   if (m.strategy == GpuStrategy::TiledContraction && (m.stages < 2 || m.stages > 3 || (m.stages > 2 && !m.asyncCopy) || m.rowPad < 0 || m.colPad < 0))
     fail("a tiled contraction with other than 2 or 3 stages (3 only with cp.async), or a negative padding");
+  if (m.window != 1 && (m.strategy != GpuStrategy::TiledContraction || (m.window != 2 && m.window != 4 && m.window != 8)))
+    fail("a pool window of other than 2, 4 or 8 columns, or outside a tiled contraction");
   if (m.strategy == GpuStrategy::OnlineTile && (m.tile != m.threads || m.kStep <= 0))
     fail("an online-tile kernel whose rows per block are not its threads, or without a key stage");
   if ((!m.sync.empty() || !m.rowEndBarrier.empty()) && m.strategy != GpuStrategy::RowBlock) fail("combines or barriers outside a row-block kernel");

@@ -333,6 +333,9 @@ struct GpuMapping {
   // tiled-contract with asyncCopy: the staged operands (load numbers) copied 16 bytes of a row
   // at a time (four f32 elements, or eight f16/bf16 ones on tensor cores), with cp.async.
   std::vector<int> vectorCopies;
+  // tiled-contract with a pool in the epilogue (gpu/FusePoolIntoGemm.h): the window's elements
+  // per output (2, 4 or 8), neighbouring columns of the tile combined by warp shuffles; 1 without.
+  int window = 1;
   // The blocks per SM that the registers are budgeted for: __launch_bounds__(threads, this), so
   // that ptxas keeps each thread under 65536 / (threads * this) registers (tiled-contract: 2).
   int minBlocksPerSM = 1;

@@ -65,6 +65,20 @@ struct CompileState {
   CompileState();
   ~CompileState();
 
+  // A loop pass fused `producer` into `consumer` after all (fuse-into-tiles,
+  // fuse-pool-into-gemm): the graph's decision on the producer now says so, for `texc explain`.
+  // Inline: the loop passes' layer sits below the pass manager's (docs/architecture.md).
+  void recordLoopFusion(const std::string& producer, const std::string& consumer, const std::string& reason) {
+    bool found = false;
+    for (FusionDecision& d : fusionDecisions)
+      if (d.producer == producer) {
+        d.fused = true;
+        d.reason = reason;
+        found = true;
+      }
+    if (!found) fusionDecisions.push_back({producer, consumer, true, reason});
+  }
+
   const SourceFile* file = nullptr;
   DiagnosticEngine* diags = nullptr;
   LetOverrides overrides;

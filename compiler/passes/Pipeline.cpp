@@ -104,6 +104,15 @@ const Slot kPipeline[] = {
        if (o.schedule.conv == loops::ConvMode::Direct) return "`conv = direct` in the schedule file: convolutions keep their lowered nests";
        return "";
      }},
+    // on implicit-gemm's nests, before map-gpu, which maps the fused kernel's tile
+    {"fuse-pool-into-gemm", "cuda target, --fuse=all, tiling on",
+     [](const PipelineOptions& o) -> std::string {
+       if (o.target != Target::Cuda) return "--target cpu: fuse-into-tiles runs the pool inside each block of the tiled nest";
+       if (o.fuse != FuseMode::All) return fmt::format("--fuse={}: the kernels stay apart", o.fuse == FuseMode::None ? "none" : "elementwise");
+       if (!o.tile) return "--no-tile: the contraction is not tiled";
+       if (o.schedule.tile == false) return "`tile = off` in the schedule file: the contraction is not tiled";
+       return "";
+     }},
     // needs the reductions placed in their rows, which lowering does
     {"fuse-row-passes", "--fuse=all (not with --fuse=none or elementwise)",
      [](const PipelineOptions& o) -> std::string {
@@ -135,7 +144,7 @@ const Slot kPipeline[] = {
     // on the final nests of both kernels: the proof enumerates what they touch
     {"fuse-into-tiles", "cpu target, --fuse=all",
      [](const PipelineOptions& o) -> std::string {
-       if (std::string c = cudaTarget(o, "the CUDA backend keeps one kernel per statement"); !c.empty()) return c;
+       if (std::string c = cudaTarget(o, "fuse-pool-into-gemm runs a pool in the tiled kernel's epilogue instead"); !c.empty()) return c;
        return o.fuse != FuseMode::All ? fmt::format("--fuse={}: the kernels stay apart", o.fuse == FuseMode::None ? "none" : "elementwise")
                                       : "";
      }},

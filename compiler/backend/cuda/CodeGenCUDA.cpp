@@ -1027,6 +1027,48 @@ class KernelGen {
 
   // The grid-stride loop over a tiled contraction's output tiles (the batch loops outermost, then
   // rows, then columns): the tile's first row and column, and the batch variables bound.
+  // Declares a tile column's loop variables from its flat index `flat`: j itself, or, with a
+  // pool's window in the epilogue (GpuMapping::window), colw = j * W + w and j and w from it.
+  // Returns what to compare with the flat column count.
+  std::string declareColumn(const Loop* window, int vj, const std::string& flat, const std::string& pad, std::string& out) const {
+    if (!window) {
+      out += fmt::format("{}const {} {} = {};\n", pad, idx_, varNames_[vj], flat);
+      return varNames_[vj];
+    }
+    out += fmt::format("{}const {} colw = {};\n", pad, idx_, flat);
+    out += fmt::format("{}const {} {} = colw / {}, {} = colw % {};\n", pad, idx_, varNames_[vj], m_.window, varNames_[window->var], m_.window);
+    return "colw";
+  }
+
+  // The epilogue of an output with a pool's window (GpuMapping::window), in two parts.
+  // windowFold: the window's accumulator m (declared here with the others) is `fold`'s m op= f(acc)
+  // of this column's element, whose accumulator value is `value`, where `inRange` holds, and the
+  // identity elsewhere.
+  void windowFold(const Block& inner, const Loop& window, const std::string& value, const std::string& inRange, int depth,
+                  std::string& out) const {
+    const std::string pad(2 * depth, ' ');
+    const AccInit& m = inner[0].as<AccInit>();
+    out += declareAccs(depth);
+    out += fmt::format("{}acc{} = {};\n", pad, m.acc, identity(m.reduce));
+    out += fmt::format("{}if ({}) {{\n", pad, inRange);
+    out += fmt::format("{}  acc{} = {};\n", pad, window.body[0].as<AccInit>().acc, value);
+    for (int copy : m_.copies) out += fmt::format("{}  acc{} = {};  // the same reduction\n", pad, copy, value);
+    stmt(window.body.back(), depth + 1, out);
+    out += pad + "}\n";
+  }
+  // windowStore: m combined with the lanes `lane ^ o`, o < `lanes`, by xor shuffles (every lane
+  // of the warp takes part, so nothing may skip them), then the store where `inRange` and
+  // `first` (the window's first column) hold.
+  void windowStore(const Block& inner, int lanes, const std::string& inRange, const std::string& first, int depth, std::string& out) const {
+    const std::string pad(2 * depth, ' ');
+    const AccInit& m = inner[0].as<AccInit>();
+    if (lanes > 1)
+      out += fmt::format("#pragma unroll\n{}for (int o = 1; o < {}; o <<= 1) acc{} = {};\n", pad, lanes, m.acc,
+                         combine(m.reduce, fmt::format("acc{}", m.acc), fmt::format("__shfl_xor_sync(0xffffffffu, acc{}, o)", m.acc)));
+    out += fmt::format("{}if (!({}) || !({})) continue;\n", pad, inRange, first);
+    stmt(inner.back(), depth, out);
+  }
+
   void tileLoopHead(int64_t tilesI, int64_t tilesJ, int tileI, int tileJ, std::string& out) const {
     out += fmt::format("  for ({} tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n", idx_, m_.work);
     out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, tileJ);
@@ -1045,12 +1087,15 @@ class KernelGen {
     const int kT = m_.kStep;  // 16, mma's k
     const int kTile = m_.tile;
     const int fragsI = kTile / 2 / 16, fragsJ = kTile / 4 / 8;
-    const AccInit& first = inner[0].as<AccInit>();
-    const Loop& kLoop = inner[1].as<Loop>();
+    // With a pool in the epilogue, the contraction is the window loop's body.
+    const Loop* window = m_.window > 1 ? gpu::poolWindow(inner) : nullptr;
+    const Block& body = window ? window->body : inner;
+    const AccInit& first = body[0].as<AccInit>();
+    const Loop& kLoop = body[1].as<Loop>();
     const AccUpdate& update = gpu::kLoopUpdate(kLoop);
     const Loop& li = *lhs_[lhs_.size() - 2];
     const Loop& lj = *lhs_.back();
-    int64_t I = li.extent, J = lj.extent, K = kLoop.extent;
+    int64_t I = li.extent, J = lj.extent * m_.window, K = kLoop.extent;  // J: the flat columns
     std::vector<const Expr*> loads = gpu::loadsInOrder(update.value);
     const Expr& aLoad = *loads[m_.rowOperands[0]];
     const Expr& bLoad = *loads[m_.colOperands[0]];
@@ -1092,9 +1137,10 @@ class KernelGen {
                          toRegisters ? "nextA[s]" : fmt::format("tileA[{}][e / {}][e % {}]", buf, kT, kT), ni, I, nk, K, rawElement(aLoad), zero, pad);
       out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slots);
       out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
-      out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, kTile, nj, kTile);
+      out += fmt::format("{}  const {} {} = {} + e / {};\n", pad, idx_, nk, kBase, kTile);
+      const std::string column = declareColumn(window, lj.var, fmt::format("col0 + e % {}", kTile), pad + "  ", out);
       out += fmt::format("{}  {} = ({} < {} && {} < {}{}) ? {} : {};\n{}}}\n", pad,
-                         toRegisters ? "nextB[s]" : fmt::format("tileB[{}][e / {}][e % {}]", buf, kTile, kTile), nk, K, nj, J, padding,
+                         toRegisters ? "nextB[s]" : fmt::format("tileB[{}][e / {}][e % {}]", buf, kTile, kTile), nk, K, column, J, padding,
                          rawElement(bLoad), zero, pad);
     };
     out += "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n";
@@ -1159,6 +1205,26 @@ class KernelGen {
     }
     // Each accumulator element at its row and column, in the epilogue.
     out += fmt::format("#pragma unroll\n    for (int a = 0; a < {}; ++a) {{\n#pragma unroll\n      for (int b = 0; b < {}; ++b) {{\n", fragsI, fragsJ);
+    if (window) {
+      // A pool's window: a lane's two columns 2t, 2t + 1 lie in one window (W >= 2), whose other
+      // columns are in the lanes t ^ o, o < W / 2 (W divides the fragment's 8 columns).
+      out += "#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n";
+      out += fmt::format("          const {} {} = row0 + wr + 16 * a + g + 8 * h;\n", idx_, ni);
+      out += fmt::format("          {} pair[2];\n", t_);
+      out += "#pragma unroll\n          for (int e = 0; e < 2; ++e) {\n";
+      declareColumn(window, lj.var, "col0 + wc + 8 * b + 2 * t + e", "            ", out);
+      windowFold(inner, *window, "frag[a][b][2 * h + e]", fmt::format("{} < {} && colw < {}", ni, I, J), 6, out);
+      out += fmt::format("            pair[e] = acc{};\n          }}\n", inner[0].as<AccInit>().acc);
+      out += "          {\n";
+      declareColumn(window, lj.var, "col0 + wc + 8 * b + 2 * t", "            ", out);
+      out += declareAccs(6);
+      const AccInit& m = inner[0].as<AccInit>();
+      out += fmt::format("            acc{} = {};\n", m.acc, combine(m.reduce, "pair[0]", "pair[1]"));
+      windowStore(inner, m_.window / 2, fmt::format("{} < {} && colw < {}", ni, I, J), fmt::format("{} == 0", varNames_[window->var]), 6, out);
+      out += "          }\n";
+      out += "        }\n      }\n    }\n  }\n";
+      return;
+    }
     out += "#pragma unroll\n        for (int e = 0; e < 4; ++e) {\n";
     out += fmt::format("          const {} {} = row0 + wr + 16 * a + g + 8 * (e / 2);\n", idx_, ni);
     out += fmt::format("          const {} {} = col0 + wc + 8 * b + 2 * t + e % 2;\n", idx_, nj);
@@ -1178,13 +1244,16 @@ class KernelGen {
     const int kT = m_.kStep;
     const int kRI = m_.regBlock, kRJ = m_.regCols;  // a thread's rows and columns
     const int tileI = m_.tile, tileJ = m_.tileCols;
-    const AccInit& first = inner[0].as<AccInit>();
-    const Loop& kLoop = inner[1].as<Loop>();
+    // With a pool in the epilogue, the contraction is the window loop's body.
+    const Loop* window = m_.window > 1 ? gpu::poolWindow(inner) : nullptr;
+    const Block& body = window ? window->body : inner;
+    const AccInit& first = body[0].as<AccInit>();
+    const Loop& kLoop = body[1].as<Loop>();
     const AccUpdate& update = gpu::kLoopUpdate(kLoop);
     const Loop& li = *lhs_[lhs_.size() - 2];
     const Loop& lj = *lhs_.back();
     int vi = li.var, vj = lj.var, vk = kLoop.var;
-    int64_t I = li.extent, J = lj.extent, K = kLoop.extent;
+    int64_t I = li.extent, J = lj.extent * m_.window, K = kLoop.extent;  // J: the flat columns
     std::vector<const Expr*> loads = gpu::loadsInOrder(update.value);
     std::vector<const Expr*> aLoads, bLoads;
     for (int n : m_.rowOperands) aLoads.push_back(loads[n]);
@@ -1248,9 +1317,10 @@ class KernelGen {
         }
         out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, slotsB);
         out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, kT * kT);
-        out += fmt::format("{}  const {} {} = {} + e / {}, {} = col0 + e % {};\n", pad, idx_, nk, kBase, tileJ, nj, tileJ);
+        out += fmt::format("{}  const {} {} = {} + e / {};\n", pad, idx_, nk, kBase, tileJ);
+        const std::string column = declareColumn(window, vj, fmt::format("col0 + e % {}", tileJ), pad + "  ", out);
         move(*bLoads[n], fmt::format("B{}[s]", n), fmt::format("tileB{}[{}][e / {}][e % {}]", n, buf, tileJ, tileJ),
-             fmt::format("({} < {} && {} < {}{})", nk, K, nj, J, padding), pad + "  ");
+             fmt::format("({} < {} && {} < {}{})", nk, K, column, J, padding), pad + "  ");
         out += pad + "}\n";
       }
     };
@@ -1281,7 +1351,7 @@ class KernelGen {
       out += fmt::format("#pragma unroll\n        for (int r = 0; r < {}; ++r) {{\n", kRI);
       out += fmt::format("          const {} {} = row0 + ty + {} * r;\n", idx_, ni, kT);
       out += fmt::format("#pragma unroll\n          for (int c = 0; c < {}; ++c) {{\n", kRJ);
-      out += fmt::format("            const {} {} = col0 + tx + {} * c;\n", idx_, nj, kT);
+      declareColumn(window, vj, fmt::format("col0 + tx + {} * c", kT), "            ", out);
       out += fmt::format("            regs[r][c] = {};\n", combine(kind, "regs[r][c]", expr(update.value, staged)));
       out += "          }\n        }\n      }\n";
     };
@@ -1313,8 +1383,16 @@ class KernelGen {
     out += fmt::format("#pragma unroll\n    for (int r = 0; r < {}; ++r) {{\n", kRI);
     out += fmt::format("      const {} {} = row0 + ty + {} * r;\n", idx_, ni, kT);
     out += fmt::format("#pragma unroll\n      for (int c = 0; c < {}; ++c) {{\n", kRJ);
-    out += fmt::format("        const {} {} = col0 + tx + {} * c;\n", idx_, nj, kT);
-    out += fmt::format("        if ({} >= {} || {} >= {}) continue;\n", ni, I, nj, J);
+    const std::string column = declareColumn(window, vj, fmt::format("col0 + tx + {} * c", kT), "        ", out);
+    if (window) {
+      // A window's W columns are in the lanes tx .. tx + W - 1 of a half-warp (W divides 16).
+      const std::string inRange = fmt::format("{} < {} && colw < {}", ni, I, J);
+      windowFold(inner, *window, "regs[r][c]", inRange, 4, out);
+      windowStore(inner, m_.window, inRange, fmt::format("{} == 0", varNames_[window->var]), 4, out);
+      out += "      }\n    }\n  }\n";
+      return;
+    }
+    out += fmt::format("        if ({} >= {} || {} >= {}) continue;\n", ni, I, column, J);
     out += declareAccs(4);
     out += fmt::format("        {} = regs[r][c];\n", a);
     for (int copy : m_.copies) out += fmt::format("        acc{} = regs[r][c];  // the same reduction\n", copy);

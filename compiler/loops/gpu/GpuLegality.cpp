@@ -86,12 +86,23 @@ const AccUpdate& kLoopUpdate(const Loop& kLoop) {
   return pad ? pad->body[0].as<AccUpdate>() : kLoop.body[0].as<AccUpdate>();
 }
 
+const Loop* poolWindow(const Block& inner) {
+  if (inner.size() != 3 || !inner[0].is<AccInit>() || !inner[1].is<Loop>() || !inner[2].is<Store>()) return nullptr;
+  const AccInit& m = inner[0].as<AccInit>();
+  const Loop& w = inner[1].as<Loop>();
+  if ((m.reduce != ReduceKind::Max && m.reduce != ReduceKind::Min) || w.body.empty()) return nullptr;
+  const auto* fold = w.body.back().getIf<AccUpdate>();
+  return fold && fold->acc == m.acc && fold->reduce == m.reduce ? &w : nullptr;
+}
+
 std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o) {
   constexpr int kT = 16;  // threads per tile side, and the k-step
   const std::vector<const Loop*>& lhs = shape.lhs;
+  // With a pool in the epilogue, the contraction is the window loop's body.
+  const Loop* window = poolWindow(*shape.inner);
   // The body the CPU's tile pass recognises too (Contraction.h), of any reduction.
-  std::optional<ReductionBody> body = matchReductionBody(*shape.inner, /*allowGuard=*/true);
-  if (lhs.size() < 2 || !body) return std::nullopt;
+  std::optional<ReductionBody> body = matchReductionBody(window ? window->body : *shape.inner, /*allowGuard=*/true, /*allowFold=*/window);
+  if (lhs.size() < 2 || !body || (window && !body->fold)) return std::nullopt;
   const Loop& kLoop = *body->kLoop;
   const AccUpdate* update = body->update;
   TiledMatch m;
@@ -100,12 +111,17 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
   const Loop& li = *lhs[lhs.size() - 2];
   const Loop& lj = *lhs.back();
   int vi = li.var, vj = lj.var, vk = kLoop.var;
-  int64_t I = li.extent, J = lj.extent, K = kLoop.extent;
+  // The window's elements are columns too (j * W + w): 2, 4 or 8 of them, neighbours in a warp
+  // in both tiles' layouts (the scalar tile's lanes tx, the tensor-core fragment's 8 columns).
+  const int vw = window ? window->var : vj;
+  m.window = window ? static_cast<int>(window->extent) : 1;
+  if (window && m.window != 2 && m.window != 4 && m.window != 8) return std::nullopt;
+  int64_t I = li.extent, J = lj.extent * m.window, K = kLoop.extent;
   if (I < kT || J < kT || K < kT) return std::nullopt;
   std::vector<const Expr*> loads = loadsInOrder(update->value);
   for (size_t n = 0; n < loads.size(); ++n) {
     const Expr& e = *loads[n];
-    bool ui = usesVar(e, vi), uj = usesVar(e, vj), uk = usesVar(e, vk);
+    bool ui = usesVar(e, vi), uj = usesVar(e, vj) || usesVar(e, vw), uk = usesVar(e, vk);
     if (uk && ui && !uj) m.rowOperands.push_back(static_cast<int>(n));
     if (uk && uj && !ui) m.colOperands.push_back(static_cast<int>(n));
   }
@@ -146,6 +162,7 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
   // or out of the tensor, and 16-byte aligned in memory (buffers are 256-byte aligned) and in
   // the shared tile. A copy per four elements leaves fewer addresses in registers.
   auto alongLastIndex = [&](const Expr& e, int var, int group) {
+    if (window && var == vj) return false;  // the columns are (j, w)
     const IndexExpr& last = e.index.back();
     if (last.kind != IndexExpr::Kind::Var || last.var != var) return false;
     for (size_t d = 0; d + 1 < e.index.size(); ++d)

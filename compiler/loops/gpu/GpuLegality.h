@@ -45,6 +45,10 @@ std::vector<const Expr*> loadsInOrder(const Expr& e);
 // (or the implicit GEMM's `for k { if padding { acc += row x column } }`, the guard not reading i)
 // inside at least two left-hand loops i, j (the last two), extents >= 16, some loads of the term
 // reading (i, k) but not j and some (k, j) but not i, and the staged tiles fitting 48 KB.
+// Or a pool in the epilogue (gpu/FusePoolIntoGemm.h): inner = [m = identity (max or min),
+// for w { acc = 0, for k { .. }, m op= f(acc) }, store g(m)], the window loop w of 2, 4 or 8
+// iterations: the tile's columns are then (j, w) flattened, w fastest, so that a window's
+// elements lie in neighbouring lanes and combine by shuffles.
 struct TiledMatch {
   int tile = 0, regBlock = 0, kStep = 16;  // the tile's rows, and each thread's
   int tileCols = 0, regCols = 0;           // its columns, and each thread's
@@ -58,7 +62,10 @@ struct TiledMatch {
   int rowPad = 0;          // elements of padding per row of a row operand's shared tile
   int colPad = 0;          // ... and of a column operand's
   std::vector<int> vectorCopies;  // staged operands copied 16 bytes at a time (GpuMapping::vectorCopies)
+  int window = 1;                 // columns per output: the pool window's elements (GpuMapping::window)
 };
+// The window loop of a tiled contraction with a pool in its epilogue (the form above), or null.
+const Loop* poolWindow(const Block& inner);
 // The update of a tiled contraction's k loop: its one statement, or the one inside the implicit
 // GEMM's padding guard.
 const AccUpdate& kLoopUpdate(const Loop& kLoop);

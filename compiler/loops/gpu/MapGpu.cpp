@@ -80,26 +80,41 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     m.rowPad = t->rowPad;
     m.colPad = t->colPad;
     m.vectorCopies = t->vectorCopies;
+    m.window = t->window;
     const Loop& li = *shape.lhs[shape.lhs.size() - 2];
     const Loop& lj = *shape.lhs.back();
-    const Loop& kLoop = inner[1].as<Loop>();
+    const Loop* window = t->window > 1 ? poolWindow(inner) : nullptr;
+    const Block& body = window ? window->body : inner;  // the contraction's
+    const Loop& kLoop = body[1].as<Loop>();
     std::vector<const Loop*> outer(shape.lhs.begin(), shape.lhs.end() - 2);
     mark(outer, GpuLoop::Blocks);
     mark({&li}, GpuLoop::TileRows);
     mark({&lj}, GpuLoop::TileCols);
-    for (size_t n = 1; n < inner.size(); n += 2) mark({&inner[n].as<Loop>()}, GpuLoop::Staged);
+    if (window) mark({window}, GpuLoop::TileCols);
+    for (size_t n = 1; n + 1 < body.size(); n += 2) mark({&body[n].as<Loop>()}, GpuLoop::Staged);
     int kT = t->kStep;
+    // The column a thread's element is: j itself, or j * W + w with a pool's window in the epilogue.
+    const std::string column = window ? fmt::format("{} * {} + {}", k.varNames[lj.var], t->window, k.varNames[window->var])
+                                      : k.varNames[lj.var];
     if (m.mma.empty()) {
       m.notes.push_back(fmt::format("{} → row0 + threadIdx.x/{} + {}*r, r < {} (row0: the {}-row tile of blockIdx.x)", k.varNames[li.var], kT,
                                     kT, t->regBlock, t->tile));
-      m.notes.push_back(fmt::format("{} → col0 + threadIdx.x%{} + {}*c, c < {} (col0: the {}-column tile of blockIdx.x)", k.varNames[lj.var],
+      m.notes.push_back(fmt::format("{} → col0 + threadIdx.x%{} + {}*c, c < {} (col0: the {}-column tile of blockIdx.x)", column,
                                     kT, kT, t->regCols, t->tileCols));
     } else {
       m.notes.push_back(fmt::format("{} → row0 + {}*(warp/4) + 16*a + lane/4 (+8), a < {} (row0: the {}-row tile of blockIdx.x)",
                                     k.varNames[li.var], t->tile / 2, t->tile / 32, t->tile));
       m.notes.push_back(fmt::format("{} → col0 + {}*(warp%4) + 8*b + 2*(lane%4) (+1), b < {} (col0: the {}-column tile of blockIdx.x)",
-                                    k.varNames[lj.var], t->tile / 4, t->tile / 32, t->tile));
+                                    column, t->tile / 4, t->tile / 32, t->tile));
     }
+    if (window)
+      m.notes.push_back(fmt::format("pool in the epilogue: the {} elements of a window ({}) are neighbouring columns of one warp, "
+                                    "combined by {} after the contraction; the window's first column stores",
+                                    t->window, k.varNames[window->var],
+                                    m.mma.empty() ? fmt::format("{} xor shuffle{}", t->window == 2 ? 1 : t->window == 4 ? 2 : 3,
+                                                                t->window == 2 ? "" : "s")
+                                                  : fmt::format("a lane's pair and {} xor shuffle{}", t->window == 2 ? 0 : t->window == 4 ? 1 : 2,
+                                                                t->window == 4 ? "" : "s")));
     m.notes.push_back(fmt::format("{} → k0 + kk, k0 in steps of {} staged through shared memory{}", k.varNames[kLoop.var], kT,
                                   !m.asyncCopy     ? ", two buffers: the next step's operands loaded into registers during this step's arithmetic"
                                   : m.stages == 3 ? " by cp.async (sm_80+), three buffers: the next two steps' copies in flight during this "

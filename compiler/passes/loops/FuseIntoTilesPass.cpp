@@ -13,14 +13,7 @@ bool runFuseIntoTiles(CompileState& s) {
   for (const loops::TileFusion& f : fused) {
     std::string reason = fmt::format("fused after tiling (fuse-into-tiles): {} runs inside the tiled nest of {}, one block at a time ({}); one loop kernel, where the tables above count two",
                                      f.consumer, f.producer, f.binding);
-    bool found = false;
-    for (FusionDecision& d : s.fusionDecisions)
-      if (d.producer == f.producer) {
-        d.fused = true;
-        d.reason = reason;
-        found = true;
-      }
-    if (!found) s.fusionDecisions.push_back({f.producer, f.consumer, true, reason});
+    s.recordLoopFusion(f.producer, f.consumer, reason);
   }
   return !fused.empty();
 }

@@ -359,22 +359,29 @@ TEST_CASE("codegen-cuda: small matmuls: few outputs use block reductions, short 
 }
 
 // implicit-gemm: the convolution is a tiled contraction over (output channels, pixels, c*r*s)
-// whose padding is staged as zeros of the input; the pool reads its result in a kernel of its own.
-TEST_CASE("codegen-cuda: conv+pool is an implicit GEMM whose padding is staged as zeros", "[cuda][codegen]") {
+// whose padding is staged as zeros of the input; fuse-pool-into-gemm puts the pool in its
+// epilogue: the columns are (pooled pixel, window element), a window's 4 elements neighbouring
+// lanes combined by shuffles, and the convolution's result is never stored.
+TEST_CASE("codegen-cuda: conv+pool is an implicit GEMM whose padding is staged as zeros, the pool in its epilogue", "[cuda][codegen]") {
   CudaModule m = generate("conv_pool.tex", {"N=32"});
-  REQUIRE(m.kernels.size() == 2);
+  REQUIRE(m.kernels.size() == 1);
   CHECK(m.kernels[0].strategy == CudaStrategy::TiledContraction);
-  CHECK(m.kernels[1].strategy != CudaStrategy::TiledContraction);
+  CHECK(m.kernels[0].loopKernel == "k0_sb_pool");
   CHECK(has(m.source, "//   k → row0 + threadIdx.x/16 + 16*r, r < 4"));
-  CHECK(has(m.source, "//   yx → col0 + threadIdx.x%16 + 16*c, c < 8 (col0: the 128-column tile"));  // 64 x 128: 64 channels
+  CHECK(has(m.source, "//   yx * 4 + w → col0 + threadIdx.x%16 + 16*c, c < 8 (col0: the 128-column tile"));  // 64 x 128: 64 channels
+  CHECK(has(m.source, "//   pool in the epilogue: the 4 elements of a window (w) are neighbouring columns of one warp, combined by 2 xor shuffles"));
   CHECK(has(m.source, "//   crs → k0 + kk, k0 in steps of 16"));
   CHECK(has(m.source, "//   padding: where the guard of the term fails, the column operand is staged as 0"));
   CHECK(has(m.source, "//   n → tile / 25, tile = blockIdx.x, grid-stride over 800 tiles"));
   // The guard is one unsigned comparison per condition, in the input's staging only; indices
   // that cannot be negative divide as C does.
-  CHECK(has(m.source, "(unsigned)((((yx_ % 56) + (crs_ % 3)) - 1)) < 56u"));
+  CHECK(has(m.source, "(unsigned)((((2 * (yx_ % 28) + (w_ % 2)) + (crs_ % 3)) - 1)) < 56u"));
   CHECK_FALSE(has(m.source, "texc_floordiv(crs_"));
   CHECK_FALSE(has(m.source, "// otherwise the term is skipped"));
+  // The window's elements combine across lanes before anything returns; the first stores.
+  CHECK(has(m.source, "for (int o = 1; o < 4; o <<= 1) acc1 = texc_max(acc1, __shfl_xor_sync(0xffffffffu, acc1, o));"));
+  CHECK(has(m.source, "if (!(k_ < 64 && colw < 3136) || !(w_ == 0)) continue;"));
+  CHECK_FALSE(has(m.source, "sb_p["));
 }
 
 // Without tiling the convolution stays under the pool, one untiled nest with its skip guards.
@@ -478,8 +485,8 @@ TEST_CASE("codegen-cuda: the cuda target replaces the LLVM passes in the pipelin
   for (const PassInfo* p : buildPipeline(cpuOptions, Stage::LLVM)) cpu += std::string(p->name) + " ";
   // The CPU-only loop passes (tile, sink-unit-loops, split-borders, fuse-into-tiles) are not in
   // the cuda pipeline; schedule-loops runs only with a schedule file's `loops` lines.
-  // implicit-gemm, map-gpu and sync-gpu-threads are the cuda pipeline's own loop passes.
-  CHECK(has(cuda, "lower-to-loops implicit-gemm fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda "));
+  // implicit-gemm, fuse-pool-into-gemm, map-gpu and sync-gpu-threads are the cuda pipeline's own loop passes.
+  CHECK(has(cuda, "lower-to-loops implicit-gemm fuse-pool-into-gemm fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda "));
   CHECK_FALSE(has(cuda, "codegen-llvm"));
   CHECK(has(cpu, "lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes plan-memory codegen-llvm optimize-llvm "));
   CHECK_FALSE(has(cpu, "codegen-cuda"));

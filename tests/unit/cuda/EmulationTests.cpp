@@ -67,6 +67,11 @@ std::vector<TestProgram> extraPrograms() {
       makeProgram(e2e / "conv_stride2_tiled.tex", {"N=2", "K=16", "H=9", "W=11"}),
       makeProgram(e2e / "lowp_conv_bf16.tex", {"K=20"}),
       makeProgram(e2e / "lowp_conv_f16.tex", {"K=17"}),
+      // Pools in the tile's epilogue (fuse-pool-into-gemm) with tails: 17 channels, windows of 8
+      // over 160 columns, three images; a product's column pairs over 65 columns; bf16 on mma.
+      makeProgram(e2e / "conv_minpool_wide.tex", {"N=3", "C=2", "K=17", "H=13", "W=21"}),
+      makeProgram(e2e / "matmul_colpool.tex", {"M=70", "K=33", "N=130"}),
+      makeProgram(e2e / "lowp_conv_pool_bf16.tex", {"N=2", "K=40", "H=10", "W=6"}),
       // Tensor cores (mma.m16n8k16, emulated lane by lane): 128x128 tiles of 8 warps with 4x4
       // fragments each, tails in every dimension, bf16 and f16 (A B^T).
       makeProgram(e2e / "lowp_matmul_bf16.tex", {"M=130", "N=129", "K=40"}),
@@ -112,6 +117,7 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
   std::string source = "#include \"CudaEmulation.h\"\n";
   std::map<CudaStrategy, int> strategies;
   int float4Programs = 0;
+  int pooledTiles = 0, pooledMmaTiles = 0;  // fuse-pool-into-gemm: pools in tile epilogues
   for (size_t n = 0; n < cases.size(); ++n) {
     Case& c = cases[n];
     c.compiled = compileTo(c.program, Stage::Loops, Target::Cuda, c.fuse);
@@ -127,6 +133,8 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
     // The launcher's view of each kernel: the buffer table unpacked into typed parameters.
     for (const CudaKernel& k : c.module.kernels) {
       strategies[k.strategy]++;
+      for (const std::string& note : k.mapping)
+        if (note.rfind("pool in the epilogue", 0) == 0) (note.find("a lane's pair") != std::string::npos ? pooledMmaTiles : pooledTiles)++;
       std::string args;
       for (size_t b = 0; b < k.paramTypes.size(); ++b) args += fmt::format("{}({})b[{}]", b ? ", " : "", k.paramTypes[b], b);
       source += fmt::format("extern \"C\" void {}_entry(void* const* b) {{ {}({}); }}\n\n", k.symbol, k.symbol, args);
@@ -139,9 +147,13 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
   CHECK(strategies[CudaStrategy::RowBlock] > 0);
   CHECK(strategies[CudaStrategy::OnlineTile] > 0);  // attention, its batched and cross forms, online weighted sums
   CHECK(float4Programs > 0);  // the vectorised elementwise kernels
-  WARN(fmt::format("{} programs: {} grid-stride kernels (float4 ones in {} programs), {} block-reduce, {} tiled, {} row-block, {} online-tile",
+  CHECK(pooledTiles >= 2);     // windows of 8 (a min pool) and 2 (a matrix product's columns), shuffled across lanes
+  CHECK(pooledMmaTiles >= 2);  // on bf16 and TF32 tensor cores: a lane's pair, then a shuffle
+  WARN(fmt::format("{} programs: {} grid-stride kernels (float4 ones in {} programs), {} block-reduce, {} tiled ({} with a pool in the "
+                   "epilogue, {} of them on tensor cores), {} row-block, {} online-tile",
                    cases.size(), strategies[CudaStrategy::GridStride], float4Programs, strategies[CudaStrategy::BlockReduce],
-                   strategies[CudaStrategy::TiledContraction], strategies[CudaStrategy::RowBlock], strategies[CudaStrategy::OnlineTile]));
+                   strategies[CudaStrategy::TiledContraction], pooledTiles + pooledMmaTiles, pooledMmaTiles, strategies[CudaStrategy::RowBlock],
+                   strategies[CudaStrategy::OnlineTile]));
 
   fs::path src = dir / "kernels.cpp";
   fs::path lib = dir / "kernels.so";

@@ -183,5 +183,39 @@ TEST_CASE("map-gpu: the verifier checks the mapping, and codegen-cuda refuses an
   CHECK(generateCUDA(bad).kernels[0].strategy == CudaStrategy::RowBlock);
 }
 
+// fuse-pool-into-gemm: conv + scale/bias + pool is one tiled kernel whose columns include the
+// window loop (marked tile-cols), the verifier accepts it after every pass, and a window the
+// tile cannot take is reported.
+TEST_CASE("map-gpu: a pool in the tiled contraction's epilogue has its window among the columns", "[cuda][map-gpu]") {
+  TestProgram prog = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "conv_pool.tex", {"N=2"});
+  PipelineOptions o;
+  o.target = Target::Cuda;
+  CompileRequest r;
+  r.path = prog.path.string();
+  r.defines = prog.defines;
+  r.options = o;
+  r.until = Stage::CUDA;
+  r.instrumentation.verifyEachPass = true;  // the loop IR verifier after every pass, Release builds too
+  std::unique_ptr<Compilation> c = compileProgram(r);
+  REQUIRE(c->ok);
+  const loops::LoopProgram& p = *c->state.loops;
+  REQUIRE(p.kernels.size() == 1);
+  const loops::Kernel& k = p.kernels[0];
+  REQUIRE(k.gpu);
+  CHECK(k.gpu->strategy == loops::GpuStrategy::TiledContraction);
+  CHECK(k.gpu->window == 4);
+  const std::string printed = loops::printLoopProgram(p);
+  CHECK(has(printed, "# gpu: tile 64x64, 4x4 registers per thread, k-step 16; staged loads of the term: rows #0, columns #1; 4 columns per output (a pool's window)"));
+  CHECK(has(printed, "for yx < 784 tile-cols"));
+  CHECK(has(printed, "for w < 4 tile-cols"));
+  CHECK(has(printed, "for crs < 576 staged"));
+  CHECK(loops::verifyLoopProgram(p).empty());
+  loops::LoopProgram bad = p;
+  bad.kernels[0].gpu->window = 3;
+  std::string all;
+  for (const std::string& problem : loops::verifyLoopProgram(bad)) all += problem + "\n";
+  CHECK(has(all, "a pool window of other than 2, 4 or 8 columns"));
+}
+
 }  // namespace
 }  // namespace texc::cudatest

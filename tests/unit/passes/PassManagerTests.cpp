@@ -389,7 +389,7 @@ TEST_CASE("pipeline: the cuda target leaves out the cpu passes and ends in codeg
   PipelineOptions cuda;
   cuda.target = Target::Cuda;
   CHECK(joined(passNames(cuda)) ==
-        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops implicit-gemm fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops implicit-gemm fuse-pool-into-gemm fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
   for (const char* name : {"tile", "tile-online-softmax", "sink-unit-loops", "split-borders", "fuse-into-tiles", "codegen-llvm", "optimize-llvm"}) {
     INFO(name);
     CHECK(whyNotInPipeline(name, cuda).rfind("--target cuda: ", 0) == 0);
@@ -403,6 +403,13 @@ TEST_CASE("pipeline: the cuda target leaves out the cpu passes and ends in codeg
   PipelineOptions direct = cuda;
   direct.schedule.conv = loops::ConvMode::Direct;
   CHECK(whyNotInPipeline("implicit-gemm", direct).rfind("`conv = direct`", 0) == 0);
+  // fuse-pool-into-gemm too, and with --fuse=all only; on the cpu fuse-into-tiles does its work.
+  CHECK(whyNotInPipeline("fuse-pool-into-gemm", PipelineOptions{}).rfind("--target cpu: ", 0) == 0);
+  CHECK(whyNotInPipeline("fuse-pool-into-gemm", untiled).rfind("--no-tile: ", 0) == 0);
+  PipelineOptions elementwise = cuda;
+  elementwise.fuse = FuseMode::Elementwise;
+  CHECK(whyNotInPipeline("fuse-pool-into-gemm", elementwise).rfind("--fuse=elementwise: ", 0) == 0);
+  CHECK(whyNotInPipeline("fuse-pool-into-gemm", direct) == "");
   // Up to the loop IR, no backend pass.
   CHECK(passNames(cuda, Stage::Loops).back() == "fuse-row-passes");
 }
