@@ -145,6 +145,18 @@ std::vector<std::string> verifyGpuMapping(const LoopProgram& p, const Kernel& k)
     fail("a tiled contraction without a consistent tile, register block, k-step and staged operands");
   if (m.strategy == GpuStrategy::TiledContraction && (m.stages < 2 || m.stages > 3 || (m.stages > 2 && !m.asyncCopy) || m.rowPad < 0 || m.colPad < 0))
     fail("a tiled contraction with other than 2 or 3 stages (3 only with cp.async), or a negative padding");
+  // 16-byte copies land in shared rows that stay 16-byte aligned: a side copied so has rows padded
+  // by a multiple of 16 bytes (the tile's rows are 16 elements, or a multiple of 64 columns).
+  if (m.strategy == GpuStrategy::TiledContraction && !m.vectorCopies.empty()) {
+    const int64_t elem = m.mma == "bf16" || m.mma == "f16" ? 2 : dtypeBytes(k.computeType);
+    auto copied = [&](const std::vector<int>& side) {
+      for (int n : side)
+        if (std::find(m.vectorCopies.begin(), m.vectorCopies.end(), n) != m.vectorCopies.end()) return true;
+      return false;
+    };
+    if ((copied(m.rowOperands) && m.rowPad * elem % 16 != 0) || (copied(m.colOperands) && m.colPad * elem % 16 != 0))
+      fail("16-byte copies into shared rows whose padding is not a multiple of 16 bytes");
+  }
   if (m.window != 1 && (m.strategy != GpuStrategy::TiledContraction || (m.window != 2 && m.window != 4 && m.window != 8)))
     fail("a pool window of other than 2, 4 or 8 columns, or outside a tiled contraction");
   if (m.strategy == GpuStrategy::OnlineTile && (m.tile != m.threads || m.kStep <= 0))

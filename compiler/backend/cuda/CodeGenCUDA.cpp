@@ -368,8 +368,9 @@ class KernelGen {
     std::string s;
     int64_t stride = 1;
     for (size_t d = idx.size(); d-- > 0;) {
+      const bool zero = idx[d].kind == IndexExpr::Kind::Const && idx[d].constant == 0;
       std::string term = stride == 1 ? index(idx[d]) : fmt::format("{} * {}", stride, index(idx[d]));
-      s = s.empty() ? term : term + " + " + s;
+      if (!zero) s = s.empty() ? term : term + " + " + s;
       stride *= buf.shape[d];
     }
     return s.empty() ? "0" : s;
@@ -972,9 +973,10 @@ class KernelGen {
   // One operand tile's 16-byte copies for one k-step (GpuMapping::vectorCopies): `groups` groups
   // of `group` elements from rows of `rowLength`; group e lands in row e / (rowLength / group) of
   // `tile` at element group * (e % ...). The row's variable `outer` is `outerBase` plus the row,
-  // the variable along it `inner` is `innerBase` plus the element; `ok` holds inside the tensor.
+  // the variable along it `inner` (id `innerVar`) is `innerBase` plus the element; `ok` holds
+  // inside the tensor. The address is the group's first element's, written linearly (linearAlong).
   void vectorStage(const std::string& tile, int64_t groups, int rowLength, int group, const std::string& outer, const std::string& outerBase,
-                   const std::string& inner, const std::string& innerBase, const std::string& ok, const Expr& load, int depth,
+                   const std::string& inner, int innerVar, const std::string& innerBase, const std::string& ok, const Expr& load, int depth,
                    std::string& out) const {
     const std::string pad(2 * depth, ' ');
     const int perRow = rowLength / group;
@@ -984,7 +986,7 @@ class KernelGen {
                        perRow);
     out += fmt::format("{}  const bool ok = {};\n", pad, ok);
     out += fmt::format("{}  texc_cp_async16(&{}[e / {}][{} * (e % {})], ok ? &{} : {}, ok);\n{}}}\n", pad, tile, perRow, group, perRow,
-                       rawElement(load), bufferName(load.buffer), pad);
+                       rawElement(gpu::linearAlong(p_, k_, load, innerVar)), bufferName(load.buffer), pad);
   }
   // The element `e` loads, as stored (no conversion).
   std::string rawElement(const Expr& e) const { return fmt::format("{}[{}]", bufferName(e.buffer), offset(e.buffer, e.index)); }
@@ -1122,9 +1124,9 @@ class KernelGen {
     // or out of the tensor), one step's into buffer `buf`, then a commit.
     const int group = tf32 ? 4 : 8;
     auto stageAsync = [&](const std::string& kBase, const std::string& buf, int depth) {
-      vectorStage(fmt::format("tileA[{}]", buf), kTile * kT / group, kT, group, ni, "row0", nk, kBase,
+      vectorStage(fmt::format("tileA[{}]", buf), kTile * kT / group, kT, group, ni, "row0", nk, kLoop.var, kBase,
                   fmt::format("({} < {} && {} < {})", ni, I, nk, K), aLoad, depth, out);
-      vectorStage(fmt::format("tileB[{}]", buf), kTile * kT / group, kTile, group, nk, kBase, nj, "col0",
+      vectorStage(fmt::format("tileB[{}]", buf), kTile * kT / group, kTile, group, nk, kBase, nj, lj.var, "col0",
                   fmt::format("({} < {} && {} < {})", nk, K, nj, J), bLoad, depth, out);
       out += std::string(2 * depth, ' ') + "texc_cp_async_commit();\n";
     };
@@ -1298,7 +1300,7 @@ class KernelGen {
       std::string pad(2 * depth, ' ');
       for (size_t n = 0; n < aLoads.size(); ++n) {
         if (isVector(aLoads[n])) {  // rows of kT elements, four at a time
-          vectorStage(fmt::format("tileA{}[{}]", n, buf), tileI * kT / 4, kT, 4, ni, "row0", nk, kBase,
+          vectorStage(fmt::format("tileA{}[{}]", n, buf), tileI * kT / 4, kT, 4, ni, "row0", nk, vk, kBase,
                       fmt::format("({} < {} && {} < {})", ni, I, nk, K), *aLoads[n], depth, out);
           continue;
         }
@@ -1311,7 +1313,7 @@ class KernelGen {
       }
       for (size_t n = 0; n < bLoads.size(); ++n) {
         if (isVector(bLoads[n])) {  // rows of tileJ elements, four at a time
-          vectorStage(fmt::format("tileB{}[{}]", n, buf), tileJ * kT / 4, tileJ, 4, nk, kBase, nj, "col0",
+          vectorStage(fmt::format("tileB{}[{}]", n, buf), tileJ * kT / 4, tileJ, 4, nk, kBase, nj, vj, "col0",
                       fmt::format("({} < {} && {} < {})", nk, K, nj, J), *bLoads[n], depth, out);
           continue;
         }

@@ -95,6 +95,29 @@ const Loop* poolWindow(const Block& inner) {
   return fold && fold->acc == m.acc && fold->reduce == m.reduce ? &w : nullptr;
 }
 
+Expr linearAlong(const LoopProgram& p, const Kernel& k, const Expr& load, int var) {
+  const std::vector<int64_t>& shape = p.buffers[load.buffer].shape;
+  Expr out = load;
+  int64_t first = 0, stride = 1;
+  const std::vector<int64_t> zeros(k.varNames.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (usesVar(load.index[d], var)) {
+      first += stride * evalIndex(load.index[d], zeros);
+      out.index[d] = IndexExpr::makeConst(0);
+    }
+    stride *= shape[d];
+  }
+  IndexExpr last = IndexExpr::makeVar(var);
+  if (first != 0) {
+    IndexExpr sum;
+    sum.kind = IndexExpr::Kind::Add;
+    sum.ops = {std::move(last), IndexExpr::makeConst(first)};
+    last = std::move(sum);
+  }
+  out.index.back() = std::move(last);
+  return out;
+}
+
 std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kernel& k, const KernelShape& shape, const GpuMapOptions& o) {
   constexpr int kT = 16;  // threads per tile side, and the k-step
   const std::vector<const Loop*>& lhs = shape.lhs;
@@ -156,44 +179,72 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
     for (const std::vector<int>* side : {&m.rowOperands, &m.colOperands})
       for (int n : *side) m.asyncCopy = m.asyncCopy && p.buffers[loads[n]->buffer].dtype == k.computeType;
   }
-  // 16-byte copies (four f32 elements of a row, one cp.async) for an operand whose last index is
-  // the tile's inner variable alone (k of A[.., i, k], j of B[.., k, j]) over rows of a multiple
-  // of 4 elements, and whose extent along it is one too: every group of four is then wholly in
-  // or out of the tensor, and 16-byte aligned in memory (buffers are 256-byte aligned) and in
-  // the shared tile. A copy per four elements leaves fewer addresses in registers.
-  auto alongLastIndex = [&](const Expr& e, int var, int group) {
-    if (window && var == vj) return false;  // the columns are (j, w)
-    const IndexExpr& last = e.index.back();
-    if (last.kind != IndexExpr::Kind::Var || last.var != var) return false;
-    for (size_t d = 0; d + 1 < e.index.size(); ++d)
-      if (usesVar(e.index[d], var)) return false;
-    return p.buffers[e.buffer].shape.back() % group == 0;
+  // 16-byte copies (four f32 elements of a row, one cp.async) for an operand that reads the
+  // elements along the tile's inner variable (k of A[.., i, k], j of B[.., k, j]) one after
+  // another in memory, in groups of four that start 16-byte aligned (buffers are 256-byte
+  // aligned), over an extent of a multiple of 4: every group is then wholly in or out of the
+  // tensor. Each index reads that variable alone or not at all; the indices that read it
+  // address consecutive elements (checked value by value: the implicit GEMM's weights
+  // W[k, crs / 9, crs / 3 % 3, crs % 3] are W's row k in order), the others step by multiples of
+  // four. A copy per four elements leaves fewer addresses in registers. Not along a pool's
+  // window columns (j, w), nor for a padded column operand (its guard is per element).
+  auto contiguousAlong = [&](const Expr& e, int var, int64_t extent, int group) {
+    if ((window && var == vj) || (body->guard && var == vj) || extent % group != 0) return false;
+    const std::vector<int64_t>& shape = p.buffers[e.buffer].shape;
+    if (shape.size() != e.index.size()) return false;
+    std::vector<int64_t> stride(shape.size(), 1);
+    for (size_t d = shape.size() - 1; d-- > 0;) stride[d] = stride[d + 1] * shape[d + 1];
+    std::vector<size_t> along;
+    for (size_t d = 0; d < e.index.size(); ++d) {
+      if (!usesVar(e.index[d], var)) {
+        if (stride[d] % group != 0) return false;
+        continue;
+      }
+      for (size_t v = 0; v < k.varNames.size(); ++v)
+        if (static_cast<int>(v) != var && usesVar(e.index[d], static_cast<int>(v))) return false;
+      along.push_back(d);
+    }
+    if (along.empty() || extent > (int64_t{1} << 16)) return false;
+    std::vector<int64_t> vals(k.varNames.size(), 0);
+    auto address = [&](int64_t x) {
+      vals[var] = x;
+      int64_t a = 0;
+      for (size_t d : along) a += stride[d] * evalIndex(e.index[d], vals);
+      return a;
+    };
+    const int64_t first = address(0);
+    if (first % group != 0) return false;
+    for (int64_t x = 1; x < extent; ++x)
+      if (address(x) != first + x) return false;
+    return true;
   };
   if (m.asyncCopy && k.computeType == DType::F32) {
     for (int n : m.rowOperands)
-      if (K % 4 == 0 && alongLastIndex(*loads[n], vk, 4)) m.vectorCopies.push_back(n);
+      if (contiguousAlong(*loads[n], vk, K, 4)) m.vectorCopies.push_back(n);
     for (int n : m.colOperands)
-      if (J % 4 == 0 && alongLastIndex(*loads[n], vj, 4)) m.vectorCopies.push_back(n);
+      if (contiguousAlong(*loads[n], vj, J, 4)) m.vectorCopies.push_back(n);
   }
   // The tensor-core tile stages by cp.async too when both operands allow 16-byte copies (8
   // halves or 4 floats of a row: the staged values are the stored ones, f16/bf16 bits or f32).
   if (!m.mma.empty()) {
     const int group = 16 / static_cast<int>(dtypeBytes(rowType));
     const int a = m.rowOperands[0], b = m.colOperands[0];
-    if (K % group == 0 && J % group == 0 && alongLastIndex(*loads[a], vk, group) && alongLastIndex(*loads[b], vj, group)) {
+    if (contiguousAlong(*loads[a], vk, K, group) && contiguousAlong(*loads[b], vj, J, group)) {
       m.asyncCopy = true;
       m.vectorCopies = {a, b};
     }
   }
   const bool allVector = m.vectorCopies.size() == m.rowOperands.size() + m.colOperands.size();
-  // The shared tiles' layout. Scalar tile: the row operand's rows padded by one element against
-  // bank conflicts, except where every operand is copied 16 bytes at a time (the rows must stay
+  bool rowVector = false;
+  for (int n : m.rowOperands) rowVector = rowVector || std::count(m.vectorCopies.begin(), m.vectorCopies.end(), n) > 0;
+  // The shared tiles' layout. Scalar tile: the row operands' rows padded by one element against
+  // bank conflicts, except where a row operand is copied 16 bytes at a time (its rows must stay
   // 16-byte aligned; in f32 the two rows a warp reads at once then lie 16 words apart, in
   // different banks anyway). Tensor-core tile: its stored values (16-bit, or f32 for TF32), rows
   // of A padded by 16 bytes and of B by 8 elements, so that the fragment loads of the 8 row
   // groups meet no bank twice.
   const int64_t elemBytes = dtypeBytes(m.mma.empty() ? k.computeType : rowType);
-  m.rowPad = !m.mma.empty() ? static_cast<int>(16 / elemBytes) : allVector ? 0 : 1;
+  m.rowPad = !m.mma.empty() ? static_cast<int>(16 / elemBytes) : rowVector ? 0 : 1;
   m.colPad = m.mma.empty() ? 0 : 8;
   // 8 rows (or columns) of registers per thread, 128 of the tile, along a dimension of at least
   // 128 outputs, else 4 (64): 128x128 tiles for large products, 64x128 for 64 output channels

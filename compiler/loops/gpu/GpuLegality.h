@@ -66,6 +66,11 @@ struct TiledMatch {
 };
 // The window loop of a tiled contraction with a pool in its epilogue (the form above), or null.
 const Loop* poolWindow(const Block& inner);
+// A staged operand copied 16 bytes at a time (TiledMatch::vectorCopies) reads consecutive
+// elements along `var`: the same load with its address written as such, the indices that read
+// `var` 0 but the last, which is `var` plus the first element's offset (the implicit GEMM's
+// W[k, crs / 9, crs / 3 % 3, crs % 3] becomes W[k, 0, 0, crs]: no divisions in the copy's address).
+Expr linearAlong(const LoopProgram& p, const Kernel& k, const Expr& load, int var);
 // The update of a tiled contraction's k loop: its one statement, or the one inside the implicit
 // GEMM's padding guard.
 const AccUpdate& kLoopUpdate(const Loop& kLoop);

@@ -378,10 +378,28 @@ TEST_CASE("codegen-cuda: conv+pool is an implicit GEMM whose padding is staged a
   CHECK(has(m.source, "(unsigned)((((2 * (yx_ % 28) + (w_ % 2)) + (crs_ % 3)) - 1)) < 56u"));
   CHECK_FALSE(has(m.source, "texc_floordiv(crs_"));
   CHECK_FALSE(has(m.source, "// otherwise the term is skipped"));
+  // The weights are W's rows read in order along crs: 16-byte copies at a linear address, into
+  // unpadded rows (the kernel's reads of them become ld.shared.v4).
+  CHECK(has(m.source, "//   16-byte copies (four elements of a row each, cp.async.cg): Wt"));
+  CHECK(has(m.source, "__shared__ __align__(16) float tileA0[2][64][16];  // Wt at (i, k)"));
+  CHECK(has(m.source, "ok ? &Wt_p[576 * k_ + crs_] : Wt_p, ok);"));
   // The window's elements combine across lanes before anything returns; the first stores.
   CHECK(has(m.source, "for (int o = 1; o < 4; o <<= 1) acc1 = texc_max(acc1, __shfl_xor_sync(0xffffffffu, acc1, o));"));
   CHECK(has(m.source, "if (!(k_ < 64 && colw < 3136) || !(w_ == 0)) continue;"));
   CHECK_FALSE(has(m.source, "sb_p["));
+}
+
+// A B^T: Q's rows go by 16-byte copies, K's columns element by element; Q's shared rows stay
+// unpadded, so that every 16-byte copy lands 16-byte aligned (a padded row faults on a GPU).
+TEST_CASE("codegen-cuda: a row operand copied 16 bytes at a time has unpadded shared rows", "[cuda][codegen]") {
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "tests" / "e2e" / "qkt_batched.tex", {"H=2", "M=64", "N=64", "D=64"});
+  std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA, Target::Cuda);
+  REQUIRE(c->ok);
+  const std::string& source = c->state.cuda->source;
+  CHECK(has(source, "//   16-byte copies (four elements of a row each, cp.async.cg): Q"));
+  CHECK(has(source, "float tileA0[2][64][16];  // Q at (i, k)"));
+  CHECK_FALSE(has(source, "[17];  // Q at (i, k)"));
+  CHECK(has(source, "texc_cp_async(&tileB0["));  // K element by element
 }
 
 // Without tiling the convolution stays under the pool, one untiled nest with its skip guards.

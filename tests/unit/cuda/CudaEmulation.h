@@ -142,6 +142,11 @@ void texc_cp_async(T* smem, const T* gmem, bool valid) {
   texc_emu::openCopies_[texc_emu::threadIdx_.x].push_back({smem, valid ? gmem : nullptr, sizeof(T)});
 }
 inline void texc_cp_async16(void* smem, const void* gmem, bool valid) {
+  // The hardware faults (misaligned address) on a 16-byte copy whose ends are not 16-byte aligned.
+  if (reinterpret_cast<uintptr_t>(smem) % 16 != 0 || (valid && reinterpret_cast<uintptr_t>(gmem) % 16 != 0)) {
+    std::fprintf(stderr, "texc emulation: a 16-byte cp.async between misaligned addresses (shared %p, global %p)\n", smem, gmem);
+    std::abort();
+  }
   texc_emu::openCopies_[texc_emu::threadIdx_.x].push_back({smem, valid ? gmem : nullptr, 16});
 }
 inline void texc_cp_async_commit() {

@@ -48,6 +48,8 @@ std::vector<TestProgram> extraPrograms() {
       makeProgram(ex / "matmul_bias_gelu.tex", {"M=33", "K=48", "N=17"}),
       makeProgram(e2e / "bmm.tex", {"B=2", "M=20", "K=17", "N=18"}),
       makeProgram(e2e / "qkt_batched.tex", {"H=2", "M=19", "N=33", "D=17"}),  // A B^T, tiled with K[b, j, d] staged
+      // ... with rows of a multiple of 4: Q by 16-byte copies into an unpadded tile, K by elements.
+      makeProgram(e2e / "qkt_batched.tex", {"H=2", "M=19", "N=33", "D=20"}),
       // Fused row kernels (row-block) with 64-thread blocks: rows of several strides with a
       // partial last one, rows shorter than a warp, and more rows than blocks.
       makeProgram(ex / "softmax.tex", {"R=3", "D=300"}),

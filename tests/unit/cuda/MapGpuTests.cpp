@@ -212,9 +212,14 @@ TEST_CASE("map-gpu: a pool in the tiled contraction's epilogue has its window am
   CHECK(loops::verifyLoopProgram(p).empty());
   loops::LoopProgram bad = p;
   bad.kernels[0].gpu->window = 3;
+  // The weights go by 16-byte copies (W's rows are read in order along crs) into unpadded rows.
+  REQUIRE(k.gpu->vectorCopies == std::vector<int>{0});
+  CHECK(k.gpu->rowPad == 0);
+  bad.kernels[0].gpu->rowPad = 1;
   std::string all;
   for (const std::string& problem : loops::verifyLoopProgram(bad)) all += problem + "\n";
   CHECK(has(all, "a pool window of other than 2, 4 or 8 columns"));
+  CHECK(has(all, "16-byte copies into shared rows whose padding is not a multiple of 16 bytes"));
 }
 
 }  // namespace
