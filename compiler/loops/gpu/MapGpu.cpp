@@ -113,8 +113,9 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
                                     t->window, k.varNames[window->var],
                                     m.mma.empty() ? fmt::format("{} xor shuffle{}", t->window == 2 ? 1 : t->window == 4 ? 2 : 3,
                                                                 t->window == 2 ? "" : "s")
-                                                  : fmt::format("a lane's pair and {} xor shuffle{}", t->window == 2 ? 0 : t->window == 4 ? 1 : 2,
-                                                                t->window == 4 ? "" : "s")));
+                                                  : t->window == 2 ? std::string("a lane's pair of columns")
+                                                                   : fmt::format("a lane's pair and {} xor shuffle{}", t->window == 4 ? 1 : 2,
+                                                                                 t->window == 4 ? "" : "s")));
     m.notes.push_back(fmt::format("{} → k0 + kk, k0 in steps of {} staged through shared memory{}", k.varNames[kLoop.var], kT,
                                   !m.asyncCopy     ? ", two buffers: the next step's operands loaded into registers during this step's arithmetic"
                                   : m.stages == 3 ? " by cp.async (sm_80+), three buffers: the next two steps' copies in flight during this "
