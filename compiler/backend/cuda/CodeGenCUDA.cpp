@@ -640,14 +640,24 @@ class KernelGen {
     return s;
   }
 
-  // A loop over the row's elements, split over the row's lanes (lane l takes l, l + lanes, ...),
-  // unrolled so that the row arrays stay in registers; then the partials of the reductions it
-  // holds combined by xor shuffles among the row's lanes (every lane ends with the same value).
+  // The row element that register slot u of this lane holds (online-tile, rows in registers;
+  // OnlineTileMatch::group): l, l + lanes, ..., or in groups of 4 consecutive ones.
+  std::string laneElement() const {
+    const int lanes = rows_->lanes;
+    const int64_t perLane = rows_->rowWidth / lanes;
+    if (lanes == 1) return "u";
+    if (rows_->group == 1) return fmt::format("lane + {} * u", lanes);
+    return perLane == 4 ? std::string("4 * lane + u") : fmt::format("4 * lane + {} * (u / 4) + u % 4", 4 * lanes);
+  }
+
+  // A loop over the row's elements, split over the row's lanes (laneElement), unrolled so that
+  // the row arrays stay in registers; then the partials of the reductions it holds combined by
+  // xor shuffles among the row's lanes (every lane ends with the same value).
   void splitLoop(const Loop& l, int depth, std::string& out, const LoadMap& loads) const {
     std::string pad(2 * depth, ' ');
     const int lanes = rows_->lanes;
     out += fmt::format("#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", pad, rows_->rowWidth / lanes);
-    out += fmt::format("{}  const {} {} = {};\n", pad, idx_, varNames_[l.var], lanes == 1 ? "u" : fmt::format("lane + {} * u", lanes));
+    out += fmt::format("{}  const {} {} = {};\n", pad, idx_, varNames_[l.var], laneElement());
     laneCounter_ = "u";
     for (const Stmt& b : l.body) stmt(b, depth + 1, out, loads);
     laneCounter_.clear();
@@ -679,7 +689,7 @@ class KernelGen {
     std::vector<const Loop*> outer(lhs_.begin(), lhs_.end() - 1);
     LoadMap staged;
     for (size_t slot = 0; slot < t.slotExtents.size(); ++slot)
-      out += fmt::format("  __shared__ {} stage{}[{}];  // {}: {} keys x {}\n", t_, slot, stage * t.slotExtents[slot],
+      out += fmt::format("  __shared__ __align__(16) {} stage{}[{}];  // {}: {} keys x {}\n", t_, slot, stage * t.slotExtents[slot],
                          p_.buffers[t.staged[t.slotFirst[slot]].load->buffer].name, stage, t.slotExtents[slot]);
     for (const gpu::StagedLoad& sl : t.staged)
       staged[sl.load] = fmt::format("stage{}[jj * {} + {}]", sl.slot, t.slotExtents[sl.slot], varNames_[sl.var]);
@@ -700,7 +710,7 @@ class KernelGen {
       out += ";\n";
     }
     for (const auto& [b, name] : rowRegs_) out += fmt::format("    {} {}[{}] = {{}};\n", t_, name, perLane);
-    const std::string col = lanes == 1 ? "u" : fmt::format("lane + {} * u", lanes);
+    const std::string col = laneElement();
     for (int b : t.preloaded)
       out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {}[u] = active ? {} : {};\n", perLane, rowRegs_[b],
                          loadAt(b, rowOffset(b, col)), literal(0));

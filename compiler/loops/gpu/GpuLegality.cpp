@@ -586,6 +586,7 @@ bool planRowRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& 
   if (perLane > kMaxRowRegisters) return false;
   m.lanes = lanes;
   m.rowWidth = width;
+  m.group = lanes > 1 && perLane % 4 == 0 && k.computeType == DType::F32 ? 4 : 1;
   m.splitLoops = std::move(split);
   m.reduced = std::move(reduced);
   for (int b : rowInputs)

@@ -112,6 +112,10 @@ struct OnlineTileMatch {
   // per row, the output row in memory (the older form, for row bodies of another shape).
   int lanes = 1;
   int64_t rowWidth = 0;
+  // Consecutive row elements per lane group: 4 where each lane holds a multiple of 4 f32
+  // elements (lane l takes 4l .. 4l + 3, then 4(l + lanes) ..: a key's staged row is read with
+  // one 16-byte shared load per group), else 1 (lane l takes l, l + lanes, ...).
+  int group = 1;
   std::set<const Loop*> splitLoops;
   std::vector<std::pair<const Loop*, std::vector<std::pair<int, ReduceKind>>>> reduced;
   std::vector<int> preloaded;  // input buffers read as [outer.., i, v]

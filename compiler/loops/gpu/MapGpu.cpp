@@ -178,8 +178,12 @@ void mapGpuKernel(const LoopProgram& p, Kernel& k, const GpuMapOptions& o) {
     if (!t->splitLoops.empty()) {
       std::string kept = p.buffers[k.outputBuffer].name;
       for (int b : t->preloaded) kept += ", " + p.buffers[b].name;
-      m.notes.push_back(fmt::format("the row's {} elements → lane + {}*u, u < {} (lane = threadIdx.x % {}); rows in registers: {}{}",
-                                    t->rowWidth, t->lanes, t->rowWidth / t->lanes, t->lanes, kept,
+      const std::string element = t->group == 1 ? fmt::format("lane + {}*u", t->lanes)
+                                  : t->rowWidth / t->lanes == 4 ? std::string("4*lane + u")
+                                                                : fmt::format("4*lane + {}*(u/4) + u%4", 4 * t->lanes);
+      m.notes.push_back(fmt::format("the row's {} elements → {}, u < {} (lane = threadIdx.x % {}{}); rows in registers: {}{}",
+                                    t->rowWidth, element, t->rowWidth / t->lanes, t->lanes,
+                                    t->group == 1 ? "" : "; groups of 4, read from the staged keys by 16-byte shared loads", kept,
                                     t->lanes > 1 ? "; the row's sums combined by xor shuffles among its lanes" : ""));
     }
     if (!outer.empty()) {

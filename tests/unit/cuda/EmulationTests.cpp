@@ -60,6 +60,8 @@ std::vector<TestProgram> extraPrograms() {
       // Rows in registers split over 16 lanes (shuffle-combined dot products), a partial last tile.
       makeProgram(ex / "attention.tex", {"N=70", "Dh=16"}),
       makeProgram(ex / "attention.tex", {"N=45", "Dh=12"}),  // 4 lanes of 3, 32 rows per block
+      makeProgram(ex / "attention.tex", {"N=40", "Dh=128"}),  // 32 lanes of 4 consecutive elements
+      makeProgram(ex / "attention.tex", {"N=40", "Dh=256"}),  // 32 lanes of 2 groups of 4
       makeProgram(ex / "conv_pool.tex", {"N=1", "C=4", "K=3", "H=10", "W=8"}),
       // Convolutions as implicit GEMMs (implicit-gemm): padded, valid, rectangular and strided
       // kernels, the pool after them, and f16/bf16 ones on tensor cores, with the padding staged

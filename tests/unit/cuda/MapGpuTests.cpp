@@ -55,25 +55,25 @@ TEST_CASE("map-gpu: attention's online softmax is online-tile: a query row per 1
   // 4096 rows x 16 lanes = 65536 threads; 8 rows of 16 lanes per 128-thread block.
   CHECK(has(text, "  # gpu: online-tile, launch <<<512, 128>>>\n"));
   CHECK(has(text, "  # gpu: 8 query rows per block, 16 threads each; keys in stages of 32 through shared memory\n"));
-  CHECK(has(text, "  # gpu: the row's 64 elements → lane + 16*u, u < 4 (lane = threadIdx.x % 16); rows in registers: O, Q; "
-                  "the row's sums combined by xor shuffles among its lanes\n"));
+  CHECK(has(text, "  # gpu: the row's 64 elements → 4*lane + u, u < 4 (lane = threadIdx.x % 16; groups of 4, read from the staged "
+                  "keys by 16-byte shared loads); rows in registers: O, Q; the row's sums combined by xor shuffles among its lanes\n"));
   CHECK(has(text, "staged in shared memory: K (32 x 64), V (32 x 64); the running max and sum in registers\n"));
   CHECK(has(text, "for i < 4096 parallel tile-rows\n"));
   CHECK(has(text, "for j < 4096 staged\n"));
   // The CUDA C: the stages in shared memory, two barriers per stage, the causal mask's stage skip.
   const std::string& src = c->state.cuda->source;
-  CHECK(has(src, "__shared__ float stage0[2048];  // K: 32 keys x 64\n"));
-  CHECK(has(src, "__shared__ float stage1[2048];  // V: 32 keys x 64\n"));
+  CHECK(has(src, "__shared__ __align__(16) float stage0[2048];  // K: 32 keys x 64\n"));
+  CHECK(has(src, "__shared__ __align__(16) float stage1[2048];  // V: 32 keys x 64\n"));
   CHECK(has(src, "if (!live) continue;  // the mask excludes this stage for every row of the block\n"));
   CHECK(has(src, "stage0[jj * 64 + d_]"));
   CHECK(has(src, "stage1[jj * 64 + d_]"));
   // The output and Q rows in registers, read and written once; the dot product's partials
   // combined among the row's 16 lanes; every thread runs every key, its writes predicated.
   CHECK(has(src, "float O_p_row[4] = {};\n"));
-  CHECK(has(src, "Q_p_row[u] = active ? Q_p[64 * i_ + lane + 16 * u] : 0.0f;\n"));
+  CHECK(has(src, "Q_p_row[u] = active ? Q_p[64 * i_ + 4 * lane + u] : 0.0f;\n"));
   CHECK(has(src, "for (int x = 8; x > 0; x /= 2) acc6 = acc6 + __shfl_xor_sync(rowMask, acc6, x);"));
   CHECK(has(src, "const bool on = active && (i_ - j_) >= 0 && (i_ - j_) < 4096;"));
-  CHECK(has(src, "O_p[64 * i_ + lane + 16 * u] = O_p_row[u];\n"));
+  CHECK(has(src, "O_p[64 * i_ + 4 * lane + u] = O_p_row[u];\n"));
   CHECK(!has(src, "O_p[64 * i_ + d_]"));  // no read or write of the output row inside the key loop
   CHECK(!has(src, "/ 0.0f"));             // infinities as bit casts, not divisions
   const CudaKernel& ck = c->state.cuda->kernels[0];
