@@ -1,7 +1,8 @@
-// Building loop-IR expressions: one small function per node kind, for the rewrites that make
-// new statements (lowering, tile-online-softmax) and for tests.
+// Building loop-IR expressions and loops: one small function per node kind, for the rewrites that
+// make new statements (lowering, tile, tile-online-softmax, the GPU nest rewrites) and for tests.
 #pragma once
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,53 @@ inline Expr indexValue(IndexExpr ix) {
   e.kind = ExprKind::VarValue;
   e.index = {std::move(ix)};
   return e;
+}
+
+// `x / by` or `x % by` (kind FloorDiv or Mod).
+inline IndexExpr divMod(IndexExpr x, IndexExpr::Kind kind, int64_t by) {
+  IndexExpr e;
+  e.kind = kind;
+  e.constant = by;
+  e.ops.push_back(std::move(x));
+  return e;
+}
+
+// The variables of loops of extents `extents` (outermost first) that the one variable `flat`
+// runs through, innermost fastest: `flat / stride % extent`, the outermost without the modulo
+// and the innermost without the division (c, r, s = crs / 9, crs / 3 % 3, crs % 3).
+inline std::vector<IndexExpr> unflatten(int flat, const std::vector<int64_t>& extents) {
+  int64_t stride = 1;
+  for (int64_t e : extents) stride *= e;
+  std::vector<IndexExpr> out;
+  for (size_t d = 0; d < extents.size(); ++d) {
+    stride /= extents[d];
+    IndexExpr at = IndexExpr::makeVar(flat);
+    if (stride > 1) at = divMod(std::move(at), IndexExpr::Kind::FloorDiv, stride);
+    if (d > 0) at = divMod(std::move(at), IndexExpr::Kind::Mod, extents[d]);
+    out.push_back(std::move(at));
+  }
+  return out;
+}
+
+// `for var < extent`, with an empty body and no marks.
+inline Loop loop(int var, int64_t extent) {
+  Loop l;
+  l.var = var;
+  l.extent = extent;
+  return l;
+}
+
+// `body` inside one loop per (variable, extent) of `order`, outermost first; the outermost loop
+// is marked parallel when `parallel` is set. Returns a block holding the outermost loop.
+inline Block loopNest(const std::vector<std::pair<int, int64_t>>& order, Block body, bool parallel) {
+  for (size_t d = order.size(); d-- > 0;) {
+    Loop l = loop(order[d].first, order[d].second);
+    l.parallel = parallel && d == 0;
+    l.body = std::move(body);
+    body.clear();
+    body.push_back(std::move(l));
+  }
+  return body;
 }
 
 }  // namespace texc::loops::build

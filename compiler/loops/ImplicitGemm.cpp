@@ -1,5 +1,6 @@
 #include "compiler/loops/ImplicitGemm.h"
 
+#include "compiler/loops/Build.h"
 #include "compiler/loops/Equal.h"
 #include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/Substitute.h"
@@ -15,13 +16,6 @@ bool unitIn(const IndexExpr& ix, int var) {
   return !f.overflow && !f.varInAtom(var) && f.coeffOf(var) == 1;
 }
 
-IndexExpr divMod(IndexExpr x, IndexExpr::Kind kind, int64_t by) {
-  IndexExpr e;
-  e.kind = kind;
-  e.constant = by;
-  e.ops.push_back(std::move(x));
-  return e;
-}
 
 
 // Whether `index` (of a buffer whose last dimension is `width`) ends in (.., y + a, x + b), with
@@ -60,8 +54,9 @@ void mergeRowIntoColumns(const LoopProgram& p, Kernel& k, ImplicitGemm& g, Pixel
   if (st.back().kind != IndexExpr::Kind::Var || st[st.size() - 2].kind != IndexExpr::Kind::Var) return;
   k.varNames.push_back(k.varNames[y] + k.varNames[c.j]);
   const int pixel = static_cast<int>(k.varNames.size()) - 1;
-  const IndexExpr row = divMod(IndexExpr::makeVar(pixel), IndexExpr::Kind::FloorDiv, c.N);
-  const IndexExpr column = divMod(IndexExpr::makeVar(pixel), IndexExpr::Kind::Mod, c.N);
+  const std::vector<IndexExpr> rowColumn = build::unflatten(pixel, {yLoop->extent, c.N});
+  const IndexExpr& row = rowColumn[0];
+  const IndexExpr& column = rowColumn[1];
   substitute(c.colOperand, y, row);
   substitute(c.colOperand, c.j, column);
   substitute(c.store, y, row);
@@ -109,14 +104,12 @@ bool matchImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g) {
   const int flat = static_cast<int>(k.varNames.size()) - 1;
   Expr ops[2] = {v.args[0], v.args[1]};
   if (guard) g.padding = guard->conds;
-  int64_t stride = K;
+  std::vector<int64_t> extents;
+  for (const Loop* l : loops) extents.push_back(l->extent);
+  const std::vector<IndexExpr> at = build::unflatten(flat, extents);
   for (size_t d = 0; d < loops.size(); ++d) {
-    stride /= loops[d]->extent;
-    IndexExpr at = IndexExpr::makeVar(flat);
-    if (stride > 1) at = divMod(std::move(at), IndexExpr::Kind::FloorDiv, stride);
-    if (d > 0) at = divMod(std::move(at), IndexExpr::Kind::Mod, loops[d]->extent);
-    for (Expr& op : ops) substitute(op, loops[d]->var, at);
-    for (GuardCond& cond : g.padding) substitute(cond.index, loops[d]->var, at);
+    for (Expr& op : ops) substitute(op, loops[d]->var, at[d]);
+    for (GuardCond& cond : g.padding) substitute(cond.index, loops[d]->var, at[d]);
   }
 
   // Rows: the one output loop the row operand reads (it reads no other); columns: the innermost

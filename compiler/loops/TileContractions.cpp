@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "compiler/loops/Build.h"
 #include "compiler/loops/Contraction.h"
 #include "compiler/loops/Equal.h"
 #include "compiler/loops/ImplicitGemm.h"
@@ -22,13 +23,6 @@ IndexExpr sum(IndexExpr a, IndexExpr b) {
   s.ops.push_back(std::move(a));
   s.ops.push_back(std::move(b));
   return s;
-}
-
-Loop makeLoop(int var, int64_t extent) {
-  Loop l;
-  l.var = var;
-  l.extent = extent;
-  return l;
 }
 
 // Whether the output is stored in f16/bf16: k blocks then keep their partial sums in an f32
@@ -111,22 +105,22 @@ void tileOne(const LoopProgram& p, Kernel& k, const Contraction& c, const TileSc
   Stmt rowPackStmt = s.packA ? rowPack(tile, rowScratch, affineIndex(s.mc, ic, 0), s.mc, /*allOfK=*/false) : Stmt{};
   if (bf16Pairs) colPackStmt.as<Pack>().bf16Pairs = rowPackStmt.as<Pack>().bf16Pairs = true;
 
-  Loop rowTiles = makeLoop(it, s.mc / s.mr);
+  Loop rowTiles = build::loop(it, s.mc / s.mr);
   rowTiles.body.push_back(std::move(tile));
-  Loop panels = makeLoop(jt, jc >= 0 ? s.nc / s.nr : (c.N + s.nr - 1) / s.nr);
+  Loop panels = build::loop(jt, jc >= 0 ? s.nc / s.nr : (c.N + s.nr - 1) / s.nr);
   if (s.pack && jc < 0) panels.body.push_back(std::move(colPackStmt));
   panels.body.push_back(std::move(rowTiles));
 
   if (s.columnsOuter && jc >= 0 && kb >= 0 && s.pack && s.packA && t.sumScratch < 0) {
     // Column blocks outermost (BLIS's order): each B block is packed once, and the A blocks are
     // packed again for every column block instead.
-    Loop rowBlocks = makeLoop(ic, (c.M + s.mc - 1) / s.mc);
+    Loop rowBlocks = build::loop(ic, (c.M + s.mc - 1) / s.mc);
     rowBlocks.body.push_back(std::move(rowPackStmt));
     rowBlocks.body.push_back(std::move(panels));
-    Loop kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
+    Loop kBlocks = build::loop(kb, (c.K + s.kc - 1) / s.kc);
     kBlocks.body.push_back(std::move(colPackStmt));
     kBlocks.body.push_back(std::move(rowBlocks));
-    Loop colBlocks = makeLoop(jc, (c.N + s.nc - 1) / s.nc);
+    Loop colBlocks = build::loop(jc, (c.N + s.nc - 1) / s.nc);
     colBlocks.parallel = c.iLoop->as<Loop>().parallel;
     colBlocks.body.push_back(std::move(kBlocks));
     if (outermost && colBlocks.parallel) k.parallelExtent = colBlocks.extent;
@@ -135,7 +129,7 @@ void tileOne(const LoopProgram& p, Kernel& k, const Contraction& c, const TileSc
   }
 
   if (jc >= 0) {
-    Loop colBlocks = makeLoop(jc, (c.N + s.nc - 1) / s.nc);
+    Loop colBlocks = build::loop(jc, (c.N + s.nc - 1) / s.nc);
     if (s.pack) colBlocks.body.push_back(std::move(colPackStmt));
     colBlocks.body.push_back(std::move(panels));
     panels = std::move(colBlocks);
@@ -143,10 +137,10 @@ void tileOne(const LoopProgram& p, Kernel& k, const Contraction& c, const TileSc
   Block perBlock;
   if (s.packA) perBlock.push_back(std::move(rowPackStmt));
   perBlock.push_back(std::move(panels));
-  Loop blocks = makeLoop(ic, (c.M + s.mc - 1) / s.mc);
+  Loop blocks = build::loop(ic, (c.M + s.mc - 1) / s.mc);
   blocks.parallel = c.iLoop->as<Loop>().parallel;
   if (kb >= 0) {
-    Loop kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
+    Loop kBlocks = build::loop(kb, (c.K + s.kc - 1) / s.kc);
     kBlocks.body = std::move(perBlock);
     blocks.body.push_back(std::move(kBlocks));
   } else {
@@ -258,15 +252,15 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   colPackStmt.as<Pack>().padding = g.padding;
   Stmt rowPackStmt = rowPack(tile, rowScratch, IndexExpr::makeConst(0), rowsPacked, /*allOfK=*/true);
   colPackStmt.as<Pack>().bf16Pairs = rowPackStmt.as<Pack>().bf16Pairs = bf16Pairs;
-  Loop rowTiles = makeLoop(it, rowsPacked / s.mr);
+  Loop rowTiles = build::loop(it, rowsPacked / s.mr);
   rowTiles.body.push_back(std::move(tile));
-  Loop panels = makeLoop(jt, s.nc / s.nr);
+  Loop panels = build::loop(jt, s.nc / s.nr);
   panels.body.push_back(std::move(rowTiles));
 
   // One column block: per k block, pack the input's block, then run its panels.
   Block body;
   if (kb >= 0) {
-    Loop kBlocks = makeLoop(kb, (c.K + s.kc - 1) / s.kc);
+    Loop kBlocks = build::loop(kb, (c.K + s.kc - 1) / s.kc);
     kBlocks.body.push_back(std::move(colPackStmt));
     kBlocks.body.push_back(std::move(panels));
     body.push_back(std::move(kBlocks));
@@ -278,24 +272,12 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   // The column blocks and the batch loops (every output loop but the rows and the columns) are
   // independent: the longest goes outermost and is the parallel loop when the kernel had one,
   // so that one image still gives every thread work.
-  struct Outer {
-    int var;
-    int64_t extent;
-  };
-  std::vector<Outer> outer;
+  std::vector<std::pair<int, int64_t>> outer;  // variable, extent
   for (const Loop* l : g.chain)
     if (l->var != c.i && l->var != c.j) outer.push_back({l->var, l->extent});
   outer.push_back({jc, (c.N + s.nc - 1) / s.nc});
-  std::stable_sort(outer.begin(), outer.end(), [](const Outer& a, const Outer& b) { return a.extent > b.extent; });
-  const bool parallel = g.chain.front()->parallel;
-  for (size_t b = outer.size(); b-- > 0;) {
-    Loop l = makeLoop(outer[b].var, outer[b].extent);
-    l.parallel = parallel && b == 0;
-    l.body = std::move(body);
-    body.clear();
-    body.push_back(std::move(l));
-  }
-  Stmt nest = std::move(body[0]);
+  std::stable_sort(outer.begin(), outer.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  Stmt nest = std::move(build::loopNest(outer, std::move(body), g.chain.front()->parallel)[0]);
   const Loop& outermost = nest.as<Loop>();
   k.parallelExtent = outermost.parallel ? outermost.extent : 0;
 

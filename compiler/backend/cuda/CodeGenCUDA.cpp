@@ -1037,8 +1037,6 @@ class KernelGen {
     out += fmt::format("      const bool more = k0 + {} < {};\n", kT, K);
   }
 
-  // The grid-stride loop over a tiled contraction's output tiles (the batch loops outermost, then
-  // rows, then columns): the tile's first row and column, and the batch variables bound.
   // Declares a tile column's loop variables from its flat index `flat`: j itself, or, with a
   // pool's window in the epilogue (GpuMapping::window), colw = j * W + w and j and w from it.
   // Returns what to compare with the flat column count.
@@ -1081,6 +1079,8 @@ class KernelGen {
     stmt(inner.back(), depth, out);
   }
 
+  // The grid-stride loop over a tiled contraction's output tiles (the batch loops outermost, then
+  // rows, then columns): the tile's first row and column, and the batch variables bound.
   void tileLoopHead(int64_t tilesI, int64_t tilesJ, int tileI, int tileJ, std::string& out) const {
     out += fmt::format("  for ({} tile = blockIdx.x; tile < {}; tile += gridDim.x) {{\n", idx_, m_.work);
     out += fmt::format("    const {} col0 = (tile % {}) * {};\n", idx_, tilesJ, tileJ);
@@ -1220,19 +1220,20 @@ class KernelGen {
     if (window) {
       // A pool's window: a lane's two columns 2t, 2t + 1 lie in one window (W >= 2), whose other
       // columns are in the lanes t ^ o, o < W / 2 (W divides the fragment's 8 columns).
+      const AccInit& m = inner[0].as<AccInit>();
+      const std::string inRange = fmt::format("{} < {} && colw < {}", ni, I, J);
       out += "#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n";
       out += fmt::format("          const {} {} = row0 + wr + 16 * a + g + 8 * h;\n", idx_, ni);
       out += fmt::format("          {} pair[2];\n", t_);
       out += "#pragma unroll\n          for (int e = 0; e < 2; ++e) {\n";
       declareColumn(window, lj.var, "col0 + wc + 8 * b + 2 * t + e", "            ", out);
-      windowFold(inner, *window, "frag[a][b][2 * h + e]", fmt::format("{} < {} && colw < {}", ni, I, J), 6, out);
-      out += fmt::format("            pair[e] = acc{};\n          }}\n", inner[0].as<AccInit>().acc);
+      windowFold(inner, *window, "frag[a][b][2 * h + e]", inRange, 6, out);
+      out += fmt::format("            pair[e] = acc{};\n          }}\n", m.acc);
       out += "          {\n";
       declareColumn(window, lj.var, "col0 + wc + 8 * b + 2 * t", "            ", out);
       out += declareAccs(6);
-      const AccInit& m = inner[0].as<AccInit>();
       out += fmt::format("            acc{} = {};\n", m.acc, combine(m.reduce, "pair[0]", "pair[1]"));
-      windowStore(inner, m_.window / 2, fmt::format("{} < {} && colw < {}", ni, I, J), fmt::format("{} == 0", varNames_[window->var]), 6, out);
+      windowStore(inner, m_.window / 2, inRange, fmt::format("{} == 0", varNames_[window->var]), 6, out);
       out += "          }\n";
       out += "        }\n      }\n    }\n  }\n";
       return;

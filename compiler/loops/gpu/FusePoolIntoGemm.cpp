@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/loops/Build.h"
 #include "compiler/loops/Contraction.h"
 #include "compiler/loops/Equal.h"
 #include "compiler/loops/PerfectNest.h"
@@ -99,13 +100,6 @@ void replaceSub(IndexExpr& ix, const IndexExpr& from, const IndexExpr& to) {
   for (IndexExpr& op : ix.ops) replaceSub(op, from, to);
 }
 
-Loop makeLoop(int var, int64_t extent) {
-  Loop l;
-  l.var = var;
-  l.extent = extent;
-  return l;
-}
-
 // Kernel P (a tiled contraction storing T) with the pool C of T in its epilogue, or nullopt.
 std::optional<Kernel> fused(const LoopProgram& p, const Kernel& P, const Kernel& C, int T, std::string& columns) {
   const KernelShape pShape = kernelShape(P);
@@ -153,20 +147,14 @@ std::optional<Kernel> fused(const LoopProgram& p, const Kernel& P, const Kernel&
   const int rowVar = nest::addVar(F, C.varNames[rowLoop->var]);
   moved[rowLoop->var] = IndexExpr::makeVar(rowVar);
   order.push_back({rowVar, rowLoop->extent});
-  auto divMod = [](int v, IndexExpr::Kind kind, int64_t by) {
-    IndexExpr e;
-    e.kind = kind;
-    e.constant = by;
-    e.ops.push_back(IndexExpr::makeVar(v));
-    return e;
-  };
   int columnVar = -1;
   if (merged) {
     const Loop& y = *others[others.size() - 2];
     const Loop& x = *others.back();
     columnVar = nest::addVar(F, C.varNames[y.var] + C.varNames[x.var]);
-    moved[y.var] = divMod(columnVar, IndexExpr::Kind::FloorDiv, x.extent);
-    moved[x.var] = divMod(columnVar, IndexExpr::Kind::Mod, x.extent);
+    std::vector<IndexExpr> yx = build::unflatten(columnVar, {y.extent, x.extent});
+    moved[y.var] = std::move(yx[0]);
+    moved[x.var] = std::move(yx[1]);
     order.push_back({columnVar, y.extent * x.extent});
   } else {
     columnVar = nest::addVar(F, C.varNames[others.back()->var]);
@@ -174,27 +162,17 @@ std::optional<Kernel> fused(const LoopProgram& p, const Kernel& P, const Kernel&
     order.push_back({columnVar, others.back()->extent});
   }
   std::string windowName;
-  int64_t W = 1;
+  std::vector<int64_t> windowExtents;
   for (const Loop* l : pool->window) {
     windowName += C.varNames[l->var];
-    W *= l->extent;
+    windowExtents.push_back(l->extent);
   }
   const int w = nest::addVar(F, pool->window.size() == 1 ? windowName : "w");
-  {
-    int64_t stride = W;
-    for (size_t d = 0; d < pool->window.size(); ++d) {
-      stride /= pool->window[d]->extent;
-      IndexExpr at = IndexExpr::makeVar(w);
-      if (stride > 1) at = divMod(w, IndexExpr::Kind::FloorDiv, stride);
-      if (d > 0) {
-        IndexExpr e;
-        e.kind = IndexExpr::Kind::Mod;
-        e.constant = pool->window[d]->extent;
-        e.ops.push_back(std::move(at));
-        at = std::move(e);
-      }
-      moved[pool->window[d]->var] = at;
-    }
+  const std::vector<IndexExpr> windowAt = build::unflatten(w, windowExtents);
+  int64_t W = 1;
+  for (size_t d = 0; d < pool->window.size(); ++d) {
+    moved[pool->window[d]->var] = windowAt[d];
+    W *= windowExtents[d];
   }
   // A pool expression over F's variables: every pool variable to a fresh id first, so that none
   // meets one of F's, then to what it became.
@@ -239,7 +217,7 @@ std::optional<Kernel> fused(const LoopProgram& p, const Kernel& P, const Kernel&
   fold.reduce = pool->init->reduce;
   fold.value = pBody.back().as<Store>().value;
   pBody.back() = Stmt(std::move(fold));
-  Loop windowLoop = makeLoop(w, W);
+  Loop windowLoop = build::loop(w, W);
   windowLoop.body = std::move(pBody);
   Store out = *pool->store;
   for (IndexExpr& ix : out.index) toF(ix);
@@ -253,14 +231,7 @@ std::optional<Kernel> fused(const LoopProgram& p, const Kernel& P, const Kernel&
   inner.push_back(std::move(windowLoop));
   inner.push_back(std::move(out));
   const bool parallel = !pShape.lhs.empty() && pShape.lhs.front()->parallel;
-  for (size_t d = order.size(); d-- > 0;) {
-    Loop l = makeLoop(order[d].first, order[d].second);
-    l.parallel = parallel && d == 0;
-    l.body = std::move(inner);
-    inner.clear();
-    inner.push_back(std::move(l));
-  }
-  F.body = std::move(inner);
+  F.body = build::loopNest(order, std::move(inner), parallel);
   F.parallelExtent = parallel ? order.front().second : 0;
   F.outputBuffer = C.outputBuffer;
   F.name += "_" + p.buffers[C.outputBuffer].name;

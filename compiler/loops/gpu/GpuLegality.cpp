@@ -262,9 +262,9 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
   while (sharedBytes(rI, rJ) > 48 * 1024 && (rI > 4 || rJ > 4)) (rI >= rJ ? rI : rJ) = 4;
   if (sharedBytes(rI, rJ) > 48 * 1024) return std::nullopt;
   // At least two blocks per SM where smaller tiles give them (o.multiprocessors: 132, an H100
-  // or H200): the larger side gives way first. Matmul 1024 has 64 tiles of 128x128, which leave half of 132
-  // SMs idle; its 256 tiles of 64x64 keep every SM busy at half the register block's reuse
-  // (an estimate, not yet timed).
+  // or H200): the larger side gives way first. Matmul 1024 has 64 tiles of 128x128, which leave
+  // half of 132 SMs idle; its 256 tiles of 64x64 keep every SM busy at half the register block's
+  // reuse (an estimate, not yet timed).
   int64_t batch = 1;
   for (size_t d = 0; d + 2 < lhs.size(); ++d) batch *= lhs[d]->extent;
   auto tilesOf = [&](int a, int b) { return batch * ((I + kT * a - 1) / (kT * a)) * ((J + kT * b - 1) / (kT * b)); };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/loops/Build.h"
 #include "compiler/loops/ImplicitGemm.h"
 #include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/gpu/GpuLegality.h"
@@ -9,13 +10,6 @@
 namespace texc::loops::gpu {
 
 namespace {
-
-Loop makeLoop(int var, int64_t extent) {
-  Loop l;
-  l.var = var;
-  l.extent = extent;
-  return l;
-}
 
 // The matched nest rebuilt: the batch loops in their order, then the rows, then the columns.
 void rebuild(Kernel& k, const ImplicitGemm& g, const AccInit& init) {
@@ -26,7 +20,7 @@ void rebuild(Kernel& k, const ImplicitGemm& g, const AccInit& init) {
   update.value.kind = ExprKind::Binary;
   update.value.binaryOp = BinaryOp::Mul;
   update.value.args = {c.rowOperand, c.colOperand};
-  Loop kLoop = makeLoop(c.k, c.K);
+  Loop kLoop = build::loop(c.k, c.K);
   if (g.padding.empty()) {
     kLoop.body.push_back(std::move(update));
   } else {
@@ -45,15 +39,8 @@ void rebuild(Kernel& k, const ImplicitGemm& g, const AccInit& init) {
   order.push_back({c.i, c.M});
   order.push_back({c.j, c.N});
   const bool parallel = g.chain.front()->parallel;
-  for (size_t d = order.size(); d-- > 0;) {
-    Loop l = makeLoop(order[d].first, order[d].second);
-    l.parallel = parallel && d == 0;
-    l.body = std::move(body);
-    body.clear();
-    body.push_back(std::move(l));
-  }
   k.parallelExtent = parallel ? order.front().second : 0;
-  k.body = std::move(body);
+  k.body = build::loopNest(order, std::move(body), parallel);
 }
 
 }  // namespace

@@ -12,12 +12,16 @@
 namespace texc::cudatest {
 namespace {
 
-CudaModule generate(const std::string& example, const std::vector<std::string>& defines = {}, FuseMode fuse = FuseMode::All) {
-  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / example, defines);
+// The CUDA module of the program at `path` (relative to the source tree).
+CudaModule generateAt(const fs::path& path, const std::vector<std::string>& defines = {}, FuseMode fuse = FuseMode::All) {
+  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / path, defines);
   std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA, Target::Cuda, fuse);
   REQUIRE(c->ok);
   REQUIRE(c->state.cuda);
   return *c->state.cuda;
+}
+CudaModule generate(const std::string& example, const std::vector<std::string>& defines = {}, FuseMode fuse = FuseMode::All) {
+  return generateAt(fs::path("examples") / example, defines, fuse);
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -392,10 +396,7 @@ TEST_CASE("codegen-cuda: conv+pool is an implicit GEMM whose padding is staged a
 // A B^T: Q's rows go by 16-byte copies, K's columns element by element; Q's shared rows stay
 // unpadded, so that every 16-byte copy lands 16-byte aligned (a padded row faults on a GPU).
 TEST_CASE("codegen-cuda: a row operand copied 16 bytes at a time has unpadded shared rows", "[cuda][codegen]") {
-  TestProgram p = makeProgram(fs::path(TEXC_SOURCE_DIR) / "tests" / "e2e" / "qkt_batched.tex", {"H=2", "M=64", "N=64", "D=64"});
-  std::unique_ptr<Compilation> c = compileTo(p, Stage::CUDA, Target::Cuda);
-  REQUIRE(c->ok);
-  const std::string& source = c->state.cuda->source;
+  const std::string source = generateAt("tests/e2e/qkt_batched.tex", {"H=2", "M=64", "N=64", "D=64"}).source;
   CHECK(has(source, "//   16-byte copies (four elements of a row each, cp.async.cg): Q"));
   CHECK(has(source, "float tileA0[2][64][16];  // Q at (i, k)"));
   CHECK_FALSE(has(source, "[17];  // Q at (i, k)"));
