@@ -990,8 +990,12 @@ class KernelGen {
                    std::string& out) const {
     const std::string pad(2 * depth, ' ');
     const int perRow = rowLength / group;
-    out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, groups / m_.threads);
+    // Fewer groups than threads (a 64x16 bf16 tile has 128): the threads past them copy nothing.
+    const int64_t rounds = (groups + m_.threads - 1) / m_.threads;
+    const bool some = groups % m_.threads != 0;
+    out += fmt::format("#pragma unroll\n{}for (int s = 0; s < {}; ++s) {{\n", pad, rounds);
     out += fmt::format("{}  const int e = threadIdx.x + {} * s;\n", pad, m_.threads);
+    if (some) out += fmt::format("{}  if (e >= {}) break;\n", pad, groups);
     out += fmt::format("{}  const {} {} = {} + e / {}, {} = {} + {} * (e % {});\n", pad, idx_, outer, outerBase, perRow, inner, innerBase, group,
                        perRow);
     out += fmt::format("{}  const bool ok = {};\n", pad, ok);

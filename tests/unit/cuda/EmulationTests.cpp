@@ -50,6 +50,9 @@ std::vector<TestProgram> extraPrograms() {
       makeProgram(e2e / "qkt_batched.tex", {"H=2", "M=19", "N=33", "D=17"}),  // A B^T, tiled with K[b, j, d] staged
       // ... with rows of a multiple of 4: Q by 16-byte copies into an unpadded tile, K by elements.
       makeProgram(e2e / "qkt_batched.tex", {"H=2", "M=19", "N=33", "D=20"}),
+      // bf16 tensor-core tiles of 64x64 with 16-byte copies: 128 copies of each operand's step
+      // for 256 threads (half of them copy nothing).
+      makeProgram(e2e / "lowp_matmul_bf16.tex", {"M=40", "K=32", "N=48"}),
       // Fused row kernels (row-block) with 64-thread blocks: rows of several strides with a
       // partial last one, rows shorter than a warp, and more rows than blocks.
       makeProgram(ex / "softmax.tex", {"R=3", "D=300"}),
@@ -204,7 +207,18 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
       }
       setAdversarial(false);
     };
+    // The loop program's own temporaries after the graph's tensors (split-K's partial sums):
+    // memory the run provides, as the device arena does.
+    const loops::LoopProgram& lp = *c.compiled->state.loops;
+    std::vector<std::vector<unsigned char>> scratch;
+    auto bindScratch = [&](std::vector<void*>& ptrs, unsigned char fill) {
+      for (size_t b = ptrs.size(); b < lp.buffers.size(); ++b) {
+        scratch.emplace_back(static_cast<size_t>(lp.buffers[b].numElements()) * dtypeBytes(lp.buffers[b].dtype), fill);
+        ptrs.push_back(scratch.back().data());
+      }
+    };
     std::vector<void*> ptrs = bindTensors(p, tensors);
+    bindScratch(ptrs, 0);
     runKernels(ptrs, false);
     // Again, adversarially: blocks and threads last to first, shared memory and every tensor the
     // kernels write (outputs and intermediates) filled with NaN. The emulation is deterministic,
@@ -212,6 +226,7 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
     std::vector<Tensor> poisoned(p.tensors.size());
     for (int id : p.inputs) poisoned[id] = copyTensor(tensors[id]);
     std::vector<void*> poisonedPtrs = bindTensors(p, poisoned);
+    bindScratch(poisonedPtrs, 0xFF);
     for (size_t id = 0; id < p.tensors.size(); ++id)
       if (!p.tensors[id].isInput) std::memset(poisoned[id].data.data(), 0xFF, poisoned[id].data.size());
     runKernels(poisonedPtrs, true);
