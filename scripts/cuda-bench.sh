@@ -10,7 +10,8 @@
 #
 # Rows: fused GELU over 2^26 floats as a fraction of device-to-device copy bandwidth; SGEMM 4096
 # against cuBLAS, in fp32 and with TF32 tensor cores (texc --math=fast, cuBLAS TF32 math); conv 3x3 + scale/bias + 2x2 max pool (N=32, C=K=64, 56x56) against cuDNN conv
-# + pool, and against texc with the pool in a kernel of its own (--disable-pass=fuse-pool-into-gemm); row softmax 4096x4096 against cuDNN; attention N=4096 d=64 (causal and not, online-tile)
+# + pool, and against texc with the pool in a kernel of its own (--disable-pass=fuse-pool-into-gemm); a 128x4096x4096
+# product split over its reduction (split-k) against texc without the split; row softmax 4096x4096 against cuDNN; attention N=4096 d=64 (causal and not, online-tile)
 # against texc's materialized program. Targets: GELU >= 90% of copy, SGEMM >= 80% of cuBLAS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,6 +110,7 @@ texc_check tf32gemm examples/matmul.tex -D M=1024 -D K=1024 -D N=1024 --math fas
 texc_check bf16gemm bench/workloads/matmul_bf16.tex -D M=1024 -D K=1024 -D N=1024
 texc_check convpool examples/conv_pool.tex -D N=2 -D C=64 -D K=64 -D H=56 -D W=56
 texc_check convapart examples/conv_pool.tex -D N=2 -D C=64 -D K=64 -D H=56 -D W=56 --disable-pass=fuse-pool-into-gemm
+texc_check splitk examples/matmul.tex -D M=64 -D K=2048 -D N=1024
 texc_check softmax examples/softmax.tex -D R=4096 -D D=4096
 texc_check layernorm examples/layernorm.tex -D R=4096 -D D=4096
 texc_check attn examples/attention.tex -D N=4096
@@ -121,6 +123,8 @@ tf32gemm_ms=$(texc_ms tf32gemm examples/matmul.tex -D M=4096 -D K=4096 -D N=4096
 bf16gemm_ms=$(texc_ms bf16gemm bench/workloads/matmul_bf16.tex -D M=4096 -D K=4096 -D N=4096)
 conv_ms=$(texc_ms convpool examples/conv_pool.tex -D N=32 -D C=64 -D K=64 -D H=56 -D W=56)
 conv_apart_ms=$(texc_ms convapart examples/conv_pool.tex -D N=32 -D C=64 -D K=64 -D H=56 -D W=56 --disable-pass=fuse-pool-into-gemm)
+splitk_ms=$(texc_ms splitk examples/matmul.tex -D M=128 -D K=4096 -D N=4096)
+unsplit_ms=$(texc_ms unsplit examples/matmul.tex -D M=128 -D K=4096 -D N=4096 --disable-pass=split-k)
 softmax_ms=$(texc_ms softmax examples/softmax.tex -D R=4096 -D D=4096)
 layernorm_ms=$(texc_ms layernorm examples/layernorm.tex -D R=4096 -D D=4096)
 attn_ms=$(texc_ms attn examples/attention.tex -D N=4096)
@@ -138,7 +142,7 @@ cudnn_softmax_ms=$(peer softmax_ms)
 # ---- the table ----------------------------------------------------------------------------------
 awk -v gpu="$gpu_name" -v gelu="$gelu_ms" -v copy="$copy_gbs" -v sg="$sgemm_ms" -v cb="$cublas_ms" \
     -v bg="$bf16gemm_ms" -v cbb="$cublas_bf16_ms" -v tg="$tf32gemm_ms" -v ctg="$cublas_tf32_ms" \
-    -v cv="$conv_ms" -v cd="$cudnn_conv_ms" -v cva="$conv_apart_ms" -v sm="$softmax_ms" -v cs="$cudnn_softmax_ms" -v ln="$layernorm_ms" \
+    -v cv="$conv_ms" -v cd="$cudnn_conv_ms" -v cva="$conv_apart_ms" -v sk="$splitk_ms" -v usk="$unsplit_ms" -v sm="$softmax_ms" -v cs="$cudnn_softmax_ms" -v ln="$layernorm_ms" \
     -v at="$attn_ms" -v am="$attn_mat_ms" -v af="$attn_full_ms" -v afm="$attn_full_mat_ms" \
     -v peers="$peer_source" '
 function row(name, t, p, unit, target) {
@@ -157,6 +161,7 @@ BEGIN {
   row("bf16 GEMM 4096 (tensor cores) vs cuBLAS", bg == "" ? "" : flops / (bg * 1e-3) / 1e12, cbb == "" ? "" : flops / (cbb * 1e-3) / 1e12, "TF/s", "-")
   row("conv3x3+bias+maxpool vs cuDNN", cv, cd, "ms", "-")
   row("conv+pool: pool in epilogue vs apart", cv, cva, "ms", "-")
+  row("128x4096x4096: split-K vs one kernel", sk, usk, "ms", "-")
   row("softmax 4096x4096 vs cuDNN", sm, cs, "ms", "-")
   rows = 4096 * 4096 * 4 * 2
   row("softmax 4096x4096 vs D2D copy", sm == "" ? "" : rows / (sm * 1e-3) / 1e9, copy, "GB/s", ">= 90%")
@@ -165,6 +170,7 @@ BEGIN {
   row("attention 4096 vs materialized", af, afm, "ms", "-")
   printf "\n(texc/peer: texc speed as a fraction of the peer; conv row: cuDNN runs conv + pool without the scale/bias;\n"
   printf " second conv row: the peer is texc --disable-pass=fuse-pool-into-gemm, the pool in a kernel of its own;\n"
+  printf " split-K row: the peer is texc --disable-pass=split-k, 128 tiles of 64x64 for the whole reduction;\n"
   printf " attention rows: the peer is texc --disable-pass=online-softmax, all three checked against the float64 reference)\n"
 }'
 [[ ! -s "$tmp/failures" ]] || die "$(wc -l <"$tmp/failures") workload(s) failed (see above)"

@@ -251,7 +251,9 @@ struct Stmt {
 Block* nestedBlock(Stmt& s);
 const Block* nestedBlock(const Stmt& s);
 
-// Input, Output and Temp are the program's tensors, in the program's order. Local buffers come
+// Input, Output and Temp are the program's tensors, in the program's order; Temps after them are
+// the loop program's own, which no tensor of the graph backs (split-K's partial sums,
+// gpu/SplitK.h: cuda target only), planned and placed in the arena like the others. Local buffers come
 // after them: small arrays one kernel keeps per call (per thread), like scratch, but indexed like
 // a tensor (online softmax's tile of scores and running statistics, TileOnline.h). They are not
 // in the memory plan and never leave the kernel.

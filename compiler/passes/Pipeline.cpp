@@ -113,6 +113,15 @@ const Slot kPipeline[] = {
        if (o.schedule.tile == false) return "`tile = off` in the schedule file: the contraction is not tiled";
        return "";
      }},
+    // on the final contraction nests (after implicit-gemm and the pool's fusion, which it leaves
+    // alone), before plan-memory, which places its partial sums
+    {"split-k", "cuda target, tiling on",
+     [](const PipelineOptions& o) -> std::string {
+       if (o.target != Target::Cuda) return "--target cpu: the tile pass shares a contraction's row blocks among the threads";
+       if (!o.tile) return "--no-tile: the contraction is not tiled";
+       if (o.schedule.tile == false) return "`tile = off` in the schedule file: the contraction is not tiled";
+       return "";
+     }},
     // needs the reductions placed in their rows, which lowering does
     {"fuse-row-passes", "--fuse=all (not with --fuse=none or elementwise)",
      [](const PipelineOptions& o) -> std::string {

@@ -11,6 +11,7 @@
 #include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/Substitute.h"
 #include "compiler/loops/Walk.h"
+#include "core/IndexAlgebra.h"
 
 namespace texc::loops::gpu {
 
@@ -98,22 +99,41 @@ const Loop* poolWindow(const Block& inner) {
 Expr linearAlong(const LoopProgram& p, const Kernel& k, const Expr& load, int var) {
   const std::vector<int64_t>& shape = p.buffers[load.buffer].shape;
   Expr out = load;
+  // The address's part from the indices that read `var`: var itself, plus each such index at
+  // var = 0 times its stride (a constant, or another variable's multiple: split-K's slice).
+  IndexExpr last = IndexExpr::makeVar(var);
   int64_t first = 0, stride = 1;
   const std::vector<int64_t> zeros(k.varNames.size(), 0);
+  auto add = [&](IndexExpr term) {
+    IndexExpr sum;
+    sum.kind = IndexExpr::Kind::Add;
+    sum.ops = {std::move(last), std::move(term)};
+    last = std::move(sum);
+  };
   for (size_t d = shape.size(); d-- > 0;) {
     if (usesVar(load.index[d], var)) {
-      first += stride * evalIndex(load.index[d], zeros);
+      IndexExpr rest = load.index[d];
+      substitute(rest, var, IndexExpr::makeConst(0));
+      if (rest.kind == IndexExpr::Kind::Add && rest.ops.size() == 2 && rest.ops[1].kind == IndexExpr::Kind::Const && rest.ops[1].constant == 0)
+        rest = IndexExpr(rest.ops[0]);  // what var added
+      bool constant = true;
+      for (size_t v = 0; v < k.varNames.size(); ++v) constant = constant && !usesVar(rest, static_cast<int>(v));
+      if (constant) {
+        first += stride * evalIndex(rest, zeros);
+      } else if (stride == 1) {
+        add(std::move(rest));
+      } else {
+        IndexExpr scaled;
+        scaled.kind = IndexExpr::Kind::Mul;
+        scaled.constant = stride;
+        scaled.ops = {std::move(rest)};
+        add(std::move(scaled));
+      }
       out.index[d] = IndexExpr::makeConst(0);
     }
     stride *= shape[d];
   }
-  IndexExpr last = IndexExpr::makeVar(var);
-  if (first != 0) {
-    IndexExpr sum;
-    sum.kind = IndexExpr::Kind::Add;
-    sum.ops = {std::move(last), IndexExpr::makeConst(first)};
-    last = std::move(sum);
-  }
+  if (first != 0) add(IndexExpr::makeConst(first));
   out.index.back() = std::move(last);
   return out;
 }
@@ -200,8 +220,13 @@ std::optional<TiledMatch> matchTiledContraction(const LoopProgram& p, const Kern
         if (stride[d] % group != 0) return false;
         continue;
       }
+      // Other variables in that index only as affine terms that step by whole groups (split-K's
+      // A[i, 1024 * kslice + k]).
       for (size_t v = 0; v < k.varNames.size(); ++v)
-        if (static_cast<int>(v) != var && usesVar(e.index[d], static_cast<int>(v))) return false;
+        if (static_cast<int>(v) != var && usesVar(e.index[d], static_cast<int>(v))) {
+          AffineForm f = affineForm(e.index[d]);
+          if (f.overflow || !f.isAffine() || (f.coeffOf(static_cast<int>(v)) * stride[d]) % group != 0) return false;
+        }
       along.push_back(d);
     }
     if (along.empty() || extent > (int64_t{1} << 16)) return false;

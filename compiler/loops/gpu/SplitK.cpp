@@ -1,0 +1,151 @@
+#include "compiler/loops/gpu/SplitK.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "compiler/loops/Build.h"
+#include "compiler/loops/Contraction.h"
+#include "compiler/loops/Substitute.h"
+
+namespace texc::loops::gpu {
+
+namespace {
+
+// The innermost body of the kernel's left-hand nest, writable: what kernelShape calls `inner`.
+Block& innerBody(Block& b) {
+  Block* at = &b;
+  while (at->size() == 1 && (*at)[0].is<Loop>()) at = &(*at)[0].as<Loop>().body;
+  return *at;
+}
+
+std::string freshBufferName(const LoopProgram& p, const std::string& base) {
+  auto taken = [&](const std::string& n) {
+    return std::any_of(p.buffers.begin(), p.buffers.end(), [&](const Buffer& b) { return b.name == n; });
+  };
+  std::string name = base;
+  for (int n = 2; taken(name); ++n) name = fmt::format("{}{}", base, n);
+  return name;
+}
+
+// sliceK * slice + k
+IndexExpr sliceIndex(int64_t sliceK, int slice, int k) {
+  IndexExpr sum;
+  sum.kind = IndexExpr::Kind::Add;
+  sum.ops = {affineIndex(sliceK, slice, 0), IndexExpr::makeVar(k)};
+  return sum;
+}
+
+}  // namespace
+
+int64_t splitKSlices(int64_t tiles, int64_t K, int64_t multiprocessors) {
+  if (tiles <= 0 || tiles >= multiprocessors || K < kMinSplitK) return 0;
+  int64_t slices = 0;
+  for (int64_t s = 2; s <= 16; ++s) {
+    if (K % s != 0 || K / s < kMinSliceK) continue;
+    slices = s;
+    if (tiles * s >= 2 * multiprocessors) break;
+  }
+  return slices;
+}
+
+std::vector<SplitKRewrite> splitKs(LoopProgram& p, const GpuMapOptions& o) {
+  std::vector<SplitKRewrite> done;
+  // The partial sums go after the tensors; local buffers (the CPU's) would have to stay last.
+  if (std::any_of(p.buffers.begin(), p.buffers.end(), [](const Buffer& b) { return b.kind == BufferKind::Local; })) return done;
+  for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
+    const Kernel& k = p.kernels[ki];
+    const KernelShape shape = kernelShape(k);
+    std::optional<TiledMatch> m = matchTiledContraction(p, k, shape, o);
+    if (!m || m->window != 1 || !m->copies.empty()) continue;
+    std::optional<ReductionBody> body = matchReductionBody(*shape.inner, /*allowGuard=*/true);
+    if (!body || !body->store || shape.inner->size() != 3 || body->update->reduce != ReduceKind::Sum) continue;
+    const int64_t K = body->kLoop->extent;
+    const int64_t S = splitKSlices(m->tiles, K, o.multiprocessors);
+    if (S == 0) continue;
+    const int64_t sliceK = K / S;
+    const int kVar = body->kLoop->var;
+    const int acc = body->update->acc;
+    std::vector<IndexExpr> at;  // the output loops' variables: where a partial sum lives
+    std::vector<int64_t> extents = {S};
+    for (const Loop* l : shape.lhs) {
+      at.push_back(IndexExpr::makeVar(l->var));
+      extents.push_back(l->extent);
+    }
+
+    Buffer partials;
+    partials.name = freshBufferName(p, p.buffers[body->store->buffer].name + "_partials");
+    partials.dtype = k.computeType;
+    partials.shape = extents;
+    partials.kind = BufferKind::Temp;
+    const int W = static_cast<int>(p.buffers.size());
+
+    SplitKRewrite r;
+    r.kernel = k.name;
+    r.partials = partials.name;
+    r.slices = S;
+    r.sliceK = sliceK;
+    r.tilesBefore = m->tiles;
+    r.blocksAfter = m->tiles * S;
+
+    // The slices: a batch loop around the nest; k runs over one slice; the raw sum is stored.
+    Kernel part = k;
+    part.name = k.name + "_partial";
+    const int slice = static_cast<int>(part.varNames.size());
+    part.varNames.push_back("kslice");
+    {
+      Block& inner = innerBody(part.body);
+      Loop& kLoop = inner[1].as<Loop>();
+      kLoop.extent = sliceK;
+      substitute(kLoop.body, kVar, sliceIndex(sliceK, slice, kVar));
+      Store& st = inner[2].as<Store>();
+      st.buffer = W;
+      st.index = at;
+      st.index.insert(st.index.begin(), IndexExpr::makeVar(slice));
+      st.value = build::accRead(acc);
+      st.streaming = false;
+    }
+    Loop outer = build::loop(slice, S);
+    const bool parallel = !part.body.empty() && part.body[0].is<Loop>() && part.body[0].as<Loop>().parallel;
+    if (parallel) part.body[0].as<Loop>().parallel = false;
+    outer.parallel = parallel;
+    part.parallelExtent = parallel ? S : 0;
+    outer.body = std::move(part.body);
+    part.body.clear();
+    part.body.push_back(std::move(outer));
+    part.outputBuffer = W;
+    part.gpu.reset();
+    part.schedule = fmt::format("split-K: the reduction's {} terms in {} slices of {} (kslice): {} blocks for {} SMs, where the tiles "
+                                "alone gave {}; each slice's sum to {}, which {} adds",
+                                K, S, sliceK, r.blocksAfter, o.multiprocessors, r.tilesBefore, partials.name, k.name);
+
+    // The sum of the slices, in order, then the epilogue as it was.
+    Kernel sum = k;
+    sum.varNames[kVar] = "kslice";
+    {
+      Block& inner = innerBody(sum.body);
+      Loop& kLoop = inner[1].as<Loop>();
+      kLoop.extent = S;
+      std::vector<IndexExpr> index = at;
+      index.insert(index.begin(), IndexExpr::makeVar(kVar));
+      AccUpdate add;
+      add.acc = acc;
+      add.reduce = ReduceKind::Sum;
+      add.value = build::load(W, std::move(index));
+      kLoop.body.clear();
+      kLoop.body.push_back(std::move(add));
+    }
+    sum.gpu.reset();
+    sum.schedule = fmt::format("split-K: adds the {} partial sums of {} (slice 0 first), then the epilogue", S, part.name);
+
+    p.buffers.push_back(std::move(partials));
+    p.kernels[ki] = std::move(sum);
+    p.kernels.insert(p.kernels.begin() + static_cast<std::ptrdiff_t>(ki), std::move(part));
+    ++ki;  // past the sum, which is no contraction any more
+    done.push_back(std::move(r));
+  }
+  return done;
+}
+
+}  // namespace texc::loops::gpu
