@@ -656,10 +656,31 @@ class KernelGen {
   void splitLoop(const Loop& l, int depth, std::string& out, const LoadMap& loads) const {
     std::string pad(2 * depth, ' ');
     const int lanes = rows_->lanes;
-    out += fmt::format("#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", pad, rows_->rowWidth / lanes);
+    const int64_t perLane = rows_->rowWidth / lanes;
+    // Under a predicate (a key's `on`), the staged elements this lane reads go into registers
+    // first: NVRTC would otherwise turn `on ? O * a + p * V : O` into a branch with the shared
+    // loads inside, one scalar load each, where a group of 4 is one ld.shared.v4 out here.
+    LoadMap here = loads;
+    if (!on_.empty()) {
+      std::vector<const Expr*> stagedLoads;
+      forEachStmt(l.body, [&](const Stmt& s) {
+        if (const Expr* v = valueOf(s))
+          forEachLoad(*v, [&](const Expr& e) {
+            if (loads.count(&e) && std::find(stagedLoads.begin(), stagedLoads.end(), &e) == stagedLoads.end()) stagedLoads.push_back(&e);
+          });
+      });
+      for (const Expr* e : stagedLoads) {
+        const std::string name = fmt::format("staged{}", stagedCopies_++);
+        out += fmt::format("{}{} {}[{}];\n#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", pad, t_, name, perLane, pad, perLane);
+        out += fmt::format("{}  const {} {} = {};\n{}  {}[u] = {};\n{}}}\n", pad, idx_, varNames_[l.var], laneElement(), pad, name,
+                           loads.at(e), pad);
+        here[e] = name + "[u]";
+      }
+    }
+    out += fmt::format("#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", pad, perLane);
     out += fmt::format("{}  const {} {} = {};\n", pad, idx_, varNames_[l.var], laneElement());
     laneCounter_ = "u";
-    for (const Stmt& b : l.body) stmt(b, depth + 1, out, loads);
+    for (const Stmt& b : l.body) stmt(b, depth + 1, out, here);
     laneCounter_.clear();
     out += pad + "}\n";
     if (lanes == 1) return;
@@ -1422,6 +1443,7 @@ class KernelGen {
   std::optional<gpu::OnlineTileMatch> rows_;
   mutable std::map<int, std::string> rowRegs_;
   mutable std::string laneCounter_;
+  mutable int stagedCopies_ = 0;  // splitLoop's register copies of staged elements, numbered
   std::string on_;
   mutable std::set<int> rcpAccs_;  // accumulators whose reciprocal the code in print has hoisted
 

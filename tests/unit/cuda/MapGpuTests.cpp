@@ -67,6 +67,10 @@ TEST_CASE("map-gpu: attention's online softmax is online-tile: a query row per 1
   CHECK(has(src, "if (!live) continue;  // the mask excludes this stage for every row of the block\n"));
   CHECK(has(src, "stage0[jj * 64 + d_]"));
   CHECK(has(src, "stage1[jj * 64 + d_]"));
+  // V's elements of the key go into registers before the predicated update (so that they are one
+  // 16-byte shared load, not four loads inside the branch NVRTC makes of the select).
+  CHECK(has(src, "          staged1[u] = stage1[jj * 64 + d_];\n"));
+  CHECK(has(src, "O_p_row[u] = on ? ((O_p_row[u] * acc4) + (acc5 * staged1[u])) : O_p_row[u];\n"));
   // The output and Q rows in registers, read and written once; the dot product's partials
   // combined among the row's 16 lanes; every thread runs every key, its writes predicated.
   CHECK(has(src, "float O_p_row[4] = {};\n"));
