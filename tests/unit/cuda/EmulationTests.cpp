@@ -53,6 +53,9 @@ std::vector<TestProgram> extraPrograms() {
       // bf16 tensor-core tiles of 64x64 with 16-byte copies: 128 copies of each operand's step
       // for 256 threads (half of them copy nothing).
       makeProgram(e2e / "lowp_matmul_bf16.tex", {"M=40", "K=32", "N=48"}),
+      // split-k on implicit GEMMs: 1080 terms in 4 slices of 270, the padding guard and the
+      // weights' indices at 270 * kslice + crs.
+      makeProgram(e2e / "conv_implicit_gemm.tex", {"K=17", "C=120", "H=7", "W=9"}),
       // Fused row kernels (row-block) with 64-thread blocks: rows of several strides with a
       // partial last one, rows shorter than a warp, and more rows than blocks.
       makeProgram(ex / "softmax.tex", {"R=3", "D=300"}),
@@ -126,6 +129,7 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
   std::map<CudaStrategy, int> strategies;
   int float4Programs = 0;
   int pooledTiles = 0, pooledMmaTiles = 0;  // fuse-pool-into-gemm: pools in tile epilogues
+  int splitPrograms = 0;                     // split-k: partial sums over slices of a reduction
   for (size_t n = 0; n < cases.size(); ++n) {
     Case& c = cases[n];
     c.compiled = compileTo(c.program, Stage::Loops, Target::Cuda, c.fuse);
@@ -135,6 +139,11 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
     opts.symbolPrefix = c.prefix;
     opts.tf32 = c.tf32;
     c.module = generateCUDA(*c.compiled->state.loops, opts);
+    for (const loops::Kernel& k : c.compiled->state.loops->kernels)
+      if (k.schedule.rfind("split-K: the reduction's", 0) == 0) {
+        ++splitPrograms;
+        break;
+      }
     if (c.tf32) CHECK(c.module.source.find("texc_mma_tf32(frag") != std::string::npos);
     source += fmt::format("// ----- {}\n{}", c.program.label, c.module.source);
     if (c.module.source.find("make_float4(") != std::string::npos) ++float4Programs;
@@ -157,11 +166,12 @@ TEST_CASE("cuda emulation: the generated CUDA C of every program matches the flo
   CHECK(float4Programs > 0);  // the vectorised elementwise kernels
   CHECK(pooledTiles >= 2);     // windows of 8 (a min pool) and 2 (a matrix product's columns), shuffled across lanes
   CHECK(pooledMmaTiles >= 4);  // on bf16 and TF32 tensor cores: a lane's pair, then 0, 1 or 2 shuffles
+  CHECK(splitPrograms >= 3);   // f32 with an epilogue, bf16 tensor cores with a rounded store, implicit GEMMs
   WARN(fmt::format("{} programs: {} grid-stride kernels (float4 ones in {} programs), {} block-reduce, {} tiled ({} with a pool in the "
-                   "epilogue, {} of them on tensor cores), {} row-block, {} online-tile",
+                   "epilogue, {} of them on tensor cores; split-K in {} programs), {} row-block, {} online-tile",
                    cases.size(), strategies[CudaStrategy::GridStride], float4Programs, strategies[CudaStrategy::BlockReduce],
-                   strategies[CudaStrategy::TiledContraction], pooledTiles + pooledMmaTiles, pooledMmaTiles, strategies[CudaStrategy::RowBlock],
-                   strategies[CudaStrategy::OnlineTile]));
+                   strategies[CudaStrategy::TiledContraction], pooledTiles + pooledMmaTiles, pooledMmaTiles, splitPrograms,
+                   strategies[CudaStrategy::RowBlock], strategies[CudaStrategy::OnlineTile]));
 
   fs::path src = dir / "kernels.cpp";
   fs::path lib = dir / "kernels.so";
