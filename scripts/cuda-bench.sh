@@ -128,6 +128,7 @@ unsplit_ms=$(texc_ms unsplit examples/matmul.tex -D M=128 -D K=4096 -D N=4096 --
 softmax_ms=$(texc_ms softmax examples/softmax.tex -D R=4096 -D D=4096)
 layernorm_ms=$(texc_ms layernorm examples/layernorm.tex -D R=4096 -D D=4096)
 attn_ms=$(texc_ms attn examples/attention.tex -D N=4096)
+attn_whole_ms=$(texc_ms attnwhole examples/attention.tex -D N=4096 --disable-pass=split-keys)
 attn_mat_ms=$(texc_ms attnmat examples/attention.tex -D N=4096 --disable-pass=online-softmax)
 attn_full_ms=$(texc_ms attnfull bench/workloads/attention_full.tex -D N=4096)
 attn_full_mat_ms=$(texc_ms attnfullmat bench/workloads/attention_full.tex -D N=4096 --disable-pass=online-softmax)
@@ -143,7 +144,7 @@ cudnn_softmax_ms=$(peer softmax_ms)
 awk -v gpu="$gpu_name" -v gelu="$gelu_ms" -v copy="$copy_gbs" -v sg="$sgemm_ms" -v cb="$cublas_ms" \
     -v bg="$bf16gemm_ms" -v cbb="$cublas_bf16_ms" -v tg="$tf32gemm_ms" -v ctg="$cublas_tf32_ms" \
     -v cv="$conv_ms" -v cd="$cudnn_conv_ms" -v cva="$conv_apart_ms" -v sk="$splitk_ms" -v usk="$unsplit_ms" -v sm="$softmax_ms" -v cs="$cudnn_softmax_ms" -v ln="$layernorm_ms" \
-    -v at="$attn_ms" -v am="$attn_mat_ms" -v af="$attn_full_ms" -v afm="$attn_full_mat_ms" \
+    -v at="$attn_ms" -v aw="$attn_whole_ms" -v am="$attn_mat_ms" -v af="$attn_full_ms" -v afm="$attn_full_mat_ms" \
     -v peers="$peer_source" '
 function row(name, t, p, unit, target) {
   if (t == "" || p == "" || t + 0 == 0 || p + 0 == 0) printf "| %-34s | %12s | %12s | %9s | %-7s |\n", name, t == "" ? "n/a" : t, p == "" ? "n/a" : p, "n/a", target
@@ -167,10 +168,12 @@ BEGIN {
   row("softmax 4096x4096 vs D2D copy", sm == "" ? "" : rows / (sm * 1e-3) / 1e9, copy, "GB/s", ">= 90%")
   row("layernorm 4096x4096 vs D2D copy", ln == "" ? "" : rows / (ln * 1e-3) / 1e9, copy, "GB/s", ">= 90%")
   row("attention causal 4096 vs materialized", at, am, "ms", "-")
+  row("attention causal 4096: split keys vs not", at, aw, "ms", "-")
   row("attention 4096 vs materialized", af, afm, "ms", "-")
   printf "\n(texc/peer: texc speed as a fraction of the peer; conv row: cuDNN runs conv + pool without the scale/bias;\n"
   printf " second conv row: the peer is texc --disable-pass=fuse-pool-into-gemm, the pool in a kernel of its own;\n"
   printf " split-K row: the peer is texc --disable-pass=split-k, 128 tiles of 64x64 for the whole reduction;\n"
+  printf " split-keys row: the peer is texc --disable-pass=split-keys, one pass over all keys per row;\n"
   printf " attention rows: the peer is texc --disable-pass=online-softmax, all three checked against the float64 reference)\n"
 }'
 [[ ! -s "$tmp/failures" ]] || die "$(wc -l <"$tmp/failures") workload(s) failed (see above)"

@@ -84,6 +84,20 @@ inline std::vector<IndexExpr> unflatten(int flat, const std::vector<int64_t>& ex
   return out;
 }
 
+// `length * slice + var`: element `var` of slice `slice` of a loop cut into slices of `length`
+// (split-K's reduction, split-keys' keys).
+inline IndexExpr sliced(int64_t length, int slice, int var) {
+  IndexExpr times;
+  times.kind = IndexExpr::Kind::Mul;
+  times.constant = length;
+  times.ops.push_back(IndexExpr::makeVar(slice));
+  IndexExpr sum;
+  sum.kind = IndexExpr::Kind::Add;
+  sum.ops.push_back(std::move(times));
+  sum.ops.push_back(IndexExpr::makeVar(var));
+  return sum;
+}
+
 // `for var < extent`, with an empty body and no marks.
 inline Loop loop(int var, int64_t extent) {
   Loop l;
@@ -103,6 +117,19 @@ inline Block loopNest(const std::vector<std::pair<int, int64_t>>& order, Block b
     body.push_back(std::move(l));
   }
   return body;
+}
+
+// Puts kernel `k`'s body inside a new outermost loop `for var < extent`, which takes over the
+// parallel mark (and the parallel extent) of the loop it wraps, if that had one.
+inline void wrapInLoop(Kernel& k, int var, int64_t extent) {
+  Loop outer = loop(var, extent);
+  const bool parallel = !k.body.empty() && k.body[0].is<Loop>() && k.body[0].as<Loop>().parallel;
+  if (parallel) k.body[0].as<Loop>().parallel = false;
+  outer.parallel = parallel;
+  k.parallelExtent = parallel ? extent : 0;
+  outer.body = std::move(k.body);
+  k.body.clear();
+  k.body.push_back(std::move(outer));
 }
 
 }  // namespace texc::loops::build

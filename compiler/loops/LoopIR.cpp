@@ -8,16 +8,28 @@
 
 namespace texc::loops {
 
-int addLocalBuffer(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype) {
+namespace {
+
+int appendBuffer(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype, BufferKind kind) {
   Buffer b;
   b.name = name;
   for (int n = 2; std::any_of(p.buffers.begin(), p.buffers.end(), [&](const Buffer& x) { return x.name == b.name; }); ++n)
     b.name = fmt::format("{}{}", name, n);
   b.dtype = dtype;
   b.shape = std::move(shape);
-  b.kind = BufferKind::Local;
+  b.kind = kind;
   p.buffers.push_back(std::move(b));
   return static_cast<int>(p.buffers.size()) - 1;
+}
+
+}  // namespace
+
+int addLocalBuffer(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype) {
+  return appendBuffer(p, name, std::move(shape), dtype, BufferKind::Local);
+}
+
+int addProgramTemp(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype) {
+  return appendBuffer(p, name, std::move(shape), dtype, BufferKind::Temp);
 }
 
 std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k) {
@@ -159,8 +171,13 @@ std::vector<std::string> verifyGpuMapping(const LoopProgram& p, const Kernel& k)
   }
   if (m.window != 1 && (m.strategy != GpuStrategy::TiledContraction || (m.window != 2 && m.window != 4 && m.window != 8)))
     fail("a pool window of other than 2, 4 or 8 columns, or outside a tiled contraction");
-  if (m.strategy == GpuStrategy::OnlineTile && (m.tile != m.threads || m.kStep <= 0))
-    fail("an online-tile kernel whose rows per block are not its threads, or without a key stage");
+  // online-tile: `tile` query rows per block, each taken by `threads / tile` lanes, a power of
+  // two up to a warp (one per row in the older form).
+  if (m.strategy == GpuStrategy::OnlineTile) {
+    const int lanes = m.tile > 0 && m.threads % m.tile == 0 ? m.threads / m.tile : 0;
+    if (lanes < 1 || lanes > 32 || (lanes & (lanes - 1)) != 0 || m.kStep <= 0)
+      fail("an online-tile kernel whose threads are not its rows times a power of two up to 32, or without a key stage");
+  }
   if ((!m.sync.empty() || !m.rowEndBarrier.empty()) && m.strategy != GpuStrategy::RowBlock) fail("combines or barriers outside a row-block kernel");
   for (const GpuRowSync& s : m.sync) {
     if (s.accs.size() != s.kinds.size()) fail("a combine whose accumulators and reduce kinds differ in number");

@@ -397,6 +397,10 @@ std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k);
 // ... when taken; returns its id.
 int addLocalBuffer(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype);
 
+// Appends a temporary that no tensor of the graph backs (split-K's partial sums; after the
+// tensors, so only while the program has no local buffers) named `name`, or name2, ...; returns its id.
+int addProgramTemp(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype);
+
 std::string printLoopProgram(const LoopProgram& p);
 
 // A kernel's GPU mapping as the printer shows it, one line each without the "# gpu: " prefix

@@ -122,6 +122,12 @@ const Slot kPipeline[] = {
        if (o.schedule.tile == false) return "`tile = off` in the schedule file: the contraction is not tiled";
        return "";
      }},
+    // on the online-softmax kernels as lowered (their fixed shape), before plan-memory, which
+    // places the slices' partial results
+    {"split-keys", "cuda target",
+     [](const PipelineOptions& o) -> std::string {
+       return o.target == Target::Cuda ? "" : "--target cpu: tile-online-softmax shares the query blocks among the threads";
+     }},
     // needs the reductions placed in their rows, which lowering does
     {"fuse-row-passes", "--fuse=all (not with --fuse=none or elementwise)",
      [](const PipelineOptions& o) -> std::string {

@@ -245,8 +245,9 @@ class KernelGen {
     info.threads = m_.threads;
     info.minBlocksPerSM = m_.minBlocksPerSM;
     info.mapping = m_.notes;
+    const std::vector<bool> stored = loops::buffersStored(p_, k_);  // the output, and split-keys' row statistics
     for (size_t b = 0; b < p_.buffers.size(); ++b) {
-      bool written = static_cast<int>(b) == k_.outputBuffer;
+      bool written = stored[b];
       info.paramTypes.push_back(fmt::format("{}{}*", written ? "" : "const ", storageType(p_.buffers[b].dtype)));
     }
     // The loops the grid covers (marked grid, blocks, tile-rows or tile-cols): the perfect nest
@@ -461,7 +462,12 @@ class KernelGen {
       case DType::BF16: v = fmt::format("texc_bf16_store((float){})", v); break;
       default: if (p_.buffers[s.buffer].dtype != k_.computeType) v = fmt::format("({}){}", storageType(p_.buffers[s.buffer].dtype), v);
     }
-    return fmt::format("{}[{}] = {};", bufferName(s.buffer), offset(s.buffer, s.index), v);
+    std::string st = fmt::format("{}[{}] = {};", bufferName(s.buffer), offset(s.buffer, s.index), v);
+    // A row statistic stored after the keys (split-keys), with rows in registers: every lane of
+    // the row holds it; the first stores it, for a real row only.
+    if (rows_ && !rows_->splitLoops.empty() && laneCounter_.empty())
+      st = fmt::format("if ({}{}) {}", on_.empty() ? "active" : on_, rows_->lanes > 1 ? " && lane == 0" : "", st);
+    return st;
   }
 
   void stmt(const Stmt& s, int depth, std::string& out, const LoadMap& loads = {}) const {

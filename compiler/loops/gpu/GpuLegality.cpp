@@ -543,6 +543,14 @@ bool rowIndex(const std::vector<IndexExpr>& ix, const KernelShape& shape, int v)
 
 // Fills m's rows-in-registers plan (GpuLegality.h) when the row body has its shape; false, and m
 // unchanged, otherwise.
+// Whether `index` is the row's own: the left-hand variables, in order (a per-row statistic).
+bool isRowStatistic(const std::vector<IndexExpr>& index, const KernelShape& shape) {
+  if (index.size() != shape.lhs.size()) return false;
+  for (size_t d = 0; d < index.size(); ++d)
+    if (index[d].kind != IndexExpr::Kind::Var || index[d].var != shape.lhs[d]->var) return false;
+  return true;
+}
+
 bool planRowRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& shape, OnlineTileMatch& m) {
   // The output row is rounded to its type once, at the end: only when it is the compute type.
   if (p.buffers[k.outputBuffer].dtype != k.computeType) return false;
@@ -555,7 +563,7 @@ bool planRowRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& 
   std::set<int> rowInputs;
   bool ok = true;
   // One region: the row body before the key loop, the key body, or the row body after it.
-  auto region = [&](auto begin, auto end) {
+  auto region = [&](auto begin, auto end, bool after) {
     std::set<int> fresh;  // accumulators set to their identity and not written since
     for (auto it = begin; it != end && ok; ++it) {
       const Stmt& s = *it;
@@ -590,6 +598,9 @@ bool planRowRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& 
         for (auto& [acc, kind] : accs) fresh.erase(acc);  // combined: a second loop would count it again
         split.insert(l);
         if (!accs.empty()) reduced.push_back({l, accs});
+      } else if (const Store* st = s.getIf<Store>(); st && after && st->buffer != k.outputBuffer && isRowStatistic(st->index, shape)) {
+        // A statistic of the row stored after the pass over the keys (split-keys' running max
+        // and sum): one lane of the row stores it.
       } else if (s.is<Store>() || s.is<Guard>()) {
         ok = false;  // a store of one element of the row, or a guard of its own
       }
@@ -598,9 +609,9 @@ bool planRowRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& 
           forEachLoad(*value, [&](const Expr& e) { ok = ok && e.buffer != k.outputBuffer; });
     }
   };
-  region(inner.begin(), inner.begin() + static_cast<std::ptrdiff_t>(m.keyStmt));
-  region(keyBody->begin(), keyBody->end());
-  region(inner.begin() + static_cast<std::ptrdiff_t>(m.keyStmt) + 1, inner.end());
+  region(inner.begin(), inner.begin() + static_cast<std::ptrdiff_t>(m.keyStmt), false);
+  region(keyBody->begin(), keyBody->end(), false);
+  region(inner.begin() + static_cast<std::ptrdiff_t>(m.keyStmt) + 1, inner.end(), true);
   if (!ok || split.empty() || width <= 0) return false;
   // Lanes: a power of two dividing the row, no more than a warp, the fewest that give about
   // kWantedThreads threads; the row arrays must fit kMaxRowRegisters floats.

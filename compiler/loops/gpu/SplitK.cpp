@@ -7,37 +7,10 @@
 
 #include "compiler/loops/Build.h"
 #include "compiler/loops/Contraction.h"
+#include "compiler/loops/PerfectNest.h"
 #include "compiler/loops/Substitute.h"
 
 namespace texc::loops::gpu {
-
-namespace {
-
-// The innermost body of the kernel's left-hand nest, writable: what kernelShape calls `inner`.
-Block& innerBody(Block& b) {
-  Block* at = &b;
-  while (at->size() == 1 && (*at)[0].is<Loop>()) at = &(*at)[0].as<Loop>().body;
-  return *at;
-}
-
-std::string freshBufferName(const LoopProgram& p, const std::string& base) {
-  auto taken = [&](const std::string& n) {
-    return std::any_of(p.buffers.begin(), p.buffers.end(), [&](const Buffer& b) { return b.name == n; });
-  };
-  std::string name = base;
-  for (int n = 2; taken(name); ++n) name = fmt::format("{}{}", base, n);
-  return name;
-}
-
-// sliceK * slice + k
-IndexExpr sliceIndex(int64_t sliceK, int slice, int k) {
-  IndexExpr sum;
-  sum.kind = IndexExpr::Kind::Add;
-  sum.ops = {affineIndex(sliceK, slice, 0), IndexExpr::makeVar(k)};
-  return sum;
-}
-
-}  // namespace
 
 int64_t splitKSlices(int64_t tiles, int64_t K, int64_t multiprocessors) {
   if (tiles <= 0 || tiles >= multiprocessors || K < kMinSplitK) return 0;
@@ -74,16 +47,11 @@ std::vector<SplitKRewrite> splitKs(LoopProgram& p, const GpuMapOptions& o) {
       extents.push_back(l->extent);
     }
 
-    Buffer partials;
-    partials.name = freshBufferName(p, p.buffers[body->store->buffer].name + "_partials");
-    partials.dtype = k.computeType;
-    partials.shape = extents;
-    partials.kind = BufferKind::Temp;
-    const int W = static_cast<int>(p.buffers.size());
+    const int W = addProgramTemp(p, p.buffers[body->store->buffer].name + "_partials", extents, k.computeType);
 
     SplitKRewrite r;
     r.kernel = k.name;
-    r.partials = partials.name;
+    r.partials = p.buffers[W].name;
     r.slices = S;
     r.sliceK = sliceK;
     r.tilesBefore = m->tiles;
@@ -95,10 +63,10 @@ std::vector<SplitKRewrite> splitKs(LoopProgram& p, const GpuMapOptions& o) {
     const int slice = static_cast<int>(part.varNames.size());
     part.varNames.push_back("kslice");
     {
-      Block& inner = innerBody(part.body);
+      Block& inner = innermostBody(perfectNest(part.body[0]));
       Loop& kLoop = inner[1].as<Loop>();
       kLoop.extent = sliceK;
-      substitute(kLoop.body, kVar, sliceIndex(sliceK, slice, kVar));
+      substitute(kLoop.body, kVar, build::sliced(sliceK, slice, kVar));
       Store& st = inner[2].as<Store>();
       st.buffer = W;
       st.index = at;
@@ -106,25 +74,18 @@ std::vector<SplitKRewrite> splitKs(LoopProgram& p, const GpuMapOptions& o) {
       st.value = build::accRead(acc);
       st.streaming = false;
     }
-    Loop outer = build::loop(slice, S);
-    const bool parallel = !part.body.empty() && part.body[0].is<Loop>() && part.body[0].as<Loop>().parallel;
-    if (parallel) part.body[0].as<Loop>().parallel = false;
-    outer.parallel = parallel;
-    part.parallelExtent = parallel ? S : 0;
-    outer.body = std::move(part.body);
-    part.body.clear();
-    part.body.push_back(std::move(outer));
+    build::wrapInLoop(part, slice, S);
     part.outputBuffer = W;
     part.gpu.reset();
     part.schedule = fmt::format("split-K: the reduction's {} terms in {} slices of {} (kslice): {} blocks for {} SMs, where the tiles "
                                 "alone gave {}; each slice's sum to {}, which {} adds",
-                                K, S, sliceK, r.blocksAfter, o.multiprocessors, r.tilesBefore, partials.name, k.name);
+                                K, S, sliceK, r.blocksAfter, o.multiprocessors, r.tilesBefore, r.partials, k.name);
 
     // The sum of the slices, in order, then the epilogue as it was.
     Kernel sum = k;
     sum.varNames[kVar] = "kslice";
     {
-      Block& inner = innerBody(sum.body);
+      Block& inner = innermostBody(perfectNest(sum.body[0]));
       Loop& kLoop = inner[1].as<Loop>();
       kLoop.extent = S;
       std::vector<IndexExpr> index = at;
@@ -139,7 +100,6 @@ std::vector<SplitKRewrite> splitKs(LoopProgram& p, const GpuMapOptions& o) {
     sum.gpu.reset();
     sum.schedule = fmt::format("split-K: adds the {} partial sums of {} (slice 0 first), then the epilogue", S, part.name);
 
-    p.buffers.push_back(std::move(partials));
     p.kernels[ki] = std::move(sum);
     p.kernels.insert(p.kernels.begin() + static_cast<std::ptrdiff_t>(ki), std::move(part));
     ++ki;  // past the sum, which is no contraction any more

@@ -505,7 +505,7 @@ TEST_CASE("codegen-cuda: the cuda target replaces the LLVM passes in the pipelin
   // The CPU-only loop passes (tile, sink-unit-loops, split-borders, fuse-into-tiles) are not in
   // the cuda pipeline; schedule-loops runs only with a schedule file's `loops` lines.
   // implicit-gemm, fuse-pool-into-gemm, map-gpu and sync-gpu-threads are the cuda pipeline's own loop passes.
-  CHECK(has(cuda, "lower-to-loops implicit-gemm fuse-pool-into-gemm split-k fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda "));
+  CHECK(has(cuda, "lower-to-loops implicit-gemm fuse-pool-into-gemm split-k split-keys fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda "));
   CHECK_FALSE(has(cuda, "codegen-llvm"));
   CHECK(has(cpu, "lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes plan-memory codegen-llvm optimize-llvm "));
   CHECK_FALSE(has(cpu, "codegen-cuda"));

@@ -85,4 +85,29 @@ inline std::unique_ptr<Compilation> compileTo(const TestProgram& p, Stage until,
   return compileTo(p, until, o);
 }
 
+// The source-relative program `file` at `defines` through the cuda pipeline to CUDA C, with
+// `options` (the target set to cuda) and, with `verify`, the IR verifiers after every pass.
+inline std::unique_ptr<Compilation> compileForCuda(const std::string& file, const std::vector<std::string>& defines,
+                                                   PipelineOptions options = {}, bool verify = false) {
+  options.target = Target::Cuda;
+  const TestProgram prog = makeProgram(fs::path(TEXC_SOURCE_DIR) / file, defines);
+  CompileRequest r;
+  r.path = prog.path.string();
+  r.defines = prog.defines;
+  r.options = options;
+  r.until = Stage::CUDA;
+  r.instrumentation.verifyEachPass = verify;
+  return compileProgram(r);
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// compileForCuda with the verifiers on, required to succeed.
+inline std::unique_ptr<Compilation> verifiedCuda(const std::string& file, const std::vector<std::string>& defines, PipelineOptions options = {}) {
+  std::unique_ptr<Compilation> c = compileForCuda(file, defines, std::move(options), /*verify=*/true);
+  REQUIRE(c->ok);
+  REQUIRE(c->state.loops);
+  return c;
+}
+
 }  // namespace texc::cudatest

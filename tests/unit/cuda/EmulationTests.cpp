@@ -68,6 +68,11 @@ std::vector<TestProgram> extraPrograms() {
       makeProgram(ex / "attention.tex", {"N=45", "Dh=12"}),  // 4 lanes of 3, 32 rows per block
       makeProgram(ex / "attention.tex", {"N=40", "Dh=128"}),  // 32 lanes of 4 consecutive elements
       makeProgram(ex / "attention.tex", {"N=40", "Dh=256"}),  // 32 lanes of 2 groups of 4
+      // split-keys: the keys in slices (causal: the later slices of the first rows are empty,
+      // their max -inf), the slices' max, sum and output rows combined; one lane per row (Dh=5).
+      makeProgram(ex / "attention.tex", {"N=512", "Dh=16"}),
+      makeProgram(ex / "attention.tex", {"N=520", "Dh=5"}),
+      makeProgram(fs::path(TEXC_SOURCE_DIR) / "bench" / "workloads" / "attention_full.tex", {"N=768", "Dh=12"}),
       makeProgram(ex / "conv_pool.tex", {"N=1", "C=4", "K=3", "H=10", "W=8"}),
       // Convolutions as implicit GEMMs (implicit-gemm): padded, valid, rectangular and strided
       // kernels, the pool after them, and f16/bf16 ones on tensor cores, with the padding staged

@@ -45,7 +45,12 @@ TEST_CASE("map-gpu: an elementwise kernel is grid-stride with float4, its loops 
 }
 
 TEST_CASE("map-gpu: attention's online softmax is online-tile: a query row per 16 threads, in registers, K and V staged", "[cuda][map-gpu]") {
-  std::unique_ptr<Compilation> c = compiled("attention.tex", {"N=4096"});
+  // The kernel as one pass over all 4096 keys (split-keys would run it in 4 slices: SplitKeysTests.cpp).
+  PipelineOptions o;
+  o.target = Target::Cuda;
+  o.disabledPasses = {"split-keys"};
+  std::unique_ptr<Compilation> c = compileTo(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "attention.tex", {"N=4096"}), Stage::CUDA, o);
+  REQUIRE(c->ok);
   REQUIRE(c->state.loops->kernels.size() == 1);
   const loops::Kernel& k = c->state.loops->kernels[0];
   REQUIRE(k.gpu);
@@ -191,16 +196,8 @@ TEST_CASE("map-gpu: the verifier checks the mapping, and codegen-cuda refuses an
 // window loop (marked tile-cols), the verifier accepts it after every pass, and a window the
 // tile cannot take is reported.
 TEST_CASE("map-gpu: a pool in the tiled contraction's epilogue has its window among the columns", "[cuda][map-gpu]") {
-  TestProgram prog = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "conv_pool.tex", {"N=2"});
-  PipelineOptions o;
-  o.target = Target::Cuda;
-  CompileRequest r;
-  r.path = prog.path.string();
-  r.defines = prog.defines;
-  r.options = o;
-  r.until = Stage::CUDA;
-  r.instrumentation.verifyEachPass = true;  // the loop IR verifier after every pass, Release builds too
-  std::unique_ptr<Compilation> c = compileProgram(r);
+  // The loop IR verifier after every pass, Release builds too.
+  std::unique_ptr<Compilation> c = compileForCuda("examples/conv_pool.tex", {"N=2"}, {}, /*verify=*/true);
   REQUIRE(c->ok);
   const loops::LoopProgram& p = *c->state.loops;
   REQUIRE(p.kernels.size() == 1);
@@ -224,6 +221,29 @@ TEST_CASE("map-gpu: a pool in the tiled contraction's epilogue has its window am
   for (const std::string& problem : loops::verifyLoopProgram(bad)) all += problem + "\n";
   CHECK(has(all, "a pool window of other than 2, 4 or 8 columns"));
   CHECK(has(all, "16-byte copies into shared rows whose padding is not a multiple of 16 bytes"));
+}
+
+}  // namespace
+}  // namespace texc::cudatest
+
+namespace texc::cudatest {
+namespace {
+
+// The IR verifiers after every pass of the cuda pipeline, on every suite program (Release builds
+// do not run them on their own): the GPU mapping's checks included, on every kernel map-gpu maps.
+TEST_CASE("map-gpu: every suite program passes the verifiers after every pass of the cuda pipeline", "[cuda][map-gpu]") {
+  int checked = 0;
+  std::vector<TestProgram> programs = suitePrograms();
+  programs.push_back(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "attention.tex", {"N=4096"}));  // split-keys, rows in registers
+  programs.push_back(makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex", {"M=128", "K=4096", "N=4096"}));  // split-k
+  for (const TestProgram& prog : programs) {
+    INFO(prog.label);
+    const std::string file = fs::relative(prog.path, TEXC_SOURCE_DIR).string();
+    std::unique_ptr<Compilation> c = compileForCuda(file, prog.defines, {}, /*verify=*/true);
+    CHECK(c->ok);
+    checked += c->ok;
+  }
+  CHECK(checked >= 60);
 }
 
 }  // namespace

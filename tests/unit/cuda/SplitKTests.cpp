@@ -11,16 +11,6 @@
 namespace texc::cudatest {
 namespace {
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-std::unique_ptr<Compilation> compiled(const std::string& file, const std::vector<std::string>& defines, PipelineOptions o = {}) {
-  o.target = Target::Cuda;
-  std::unique_ptr<Compilation> c = compileTo(makeProgram(fs::path(TEXC_SOURCE_DIR) / file, defines), Stage::CUDA, o);
-  REQUIRE(c->ok);
-  REQUIRE(c->state.loops);
-  return c;
-}
-
 TEST_CASE("split-k: the number of slices", "[cuda][split-k]") {
   using loops::gpu::splitKSlices;
   // M = 128, N = K = 4096 at 64x64: 128 tiles for 132 SMs. 3 does not divide K; 4 gives 512 blocks.
@@ -38,7 +28,7 @@ TEST_CASE("split-k: the number of slices", "[cuda][split-k]") {
 }
 
 TEST_CASE("split-k: a short, wide product with a long reduction becomes partial sums and their sum", "[cuda][split-k]") {
-  std::unique_ptr<Compilation> c = compiled("examples/matmul.tex", {"M=128", "N=4096", "K=4096"});
+  std::unique_ptr<Compilation> c = verifiedCuda("examples/matmul.tex", {"M=128", "N=4096", "K=4096"});
   const loops::LoopProgram& p = *c->state.loops;
   INFO(loops::printLoopProgram(p));
   CHECK(loops::verifyLoopProgram(p).empty());
@@ -53,17 +43,17 @@ TEST_CASE("split-k: a short, wide product with a long reduction becomes partial 
   REQUIRE(part.gpu);
   CHECK(part.gpu->strategy == loops::GpuStrategy::TiledContraction);
   CHECK(part.gpu->blocks == 512);
-  CHECK(has(part.schedule, "split-K: the reduction's 4096 terms in 4 slices of 1024 (kslice): 512 blocks for 132 SMs, where the tiles alone gave 128"));
+  CHECK(contains(part.schedule, "split-K: the reduction's 4096 terms in 4 slices of 1024 (kslice): 512 blocks for 132 SMs, where the tiles alone gave 128"));
   const std::string& src = c->state.cuda->source;
-  CHECK(has(src, "&A_p[4096 * i_ + (k_ + 1024 * kslice_)]"));
-  CHECK(has(src, "&B_p[4096 * (1024 * kslice_ + k_) + j_]"));
-  CHECK(has(src, "C_partials_p[524288 * kslice_ + 4096 * i_ + j_] = acc0;"));
+  CHECK(contains(src, "&A_p[4096 * i_ + (k_ + 1024 * kslice_)]"));
+  CHECK(contains(src, "&B_p[4096 * (1024 * kslice_ + k_) + j_]"));
+  CHECK(contains(src, "C_partials_p[524288 * kslice_ + 4096 * i_ + j_] = acc0;"));
   // The sum: slice by slice, in order, into C.
   const loops::Kernel& sum = p.kernels[1];
   REQUIRE(sum.gpu);
   CHECK(sum.gpu->strategy == loops::GpuStrategy::GridStride);
   CHECK(p.buffers[static_cast<size_t>(sum.outputBuffer)].name == "C");
-  CHECK(has(loops::printLoopProgram(p), "      for kslice < 4\n        acc0 += C_partials[kslice, i, j]\n      C[i, j] = acc0\n"));
+  CHECK(contains(loops::printLoopProgram(p), "      for kslice < 4\n        acc0 += C_partials[kslice, i, j]\n      C[i, j] = acc0\n"));
   // The memory plan places the partial sums in the arena.
   REQUIRE(c->state.memoryPlan);
   CHECK(c->state.memoryPlan->find(static_cast<int>(p.buffers.size() - 1)) != nullptr);
@@ -71,19 +61,19 @@ TEST_CASE("split-k: a short, wide product with a long reduction becomes partial 
 
 TEST_CASE("split-k: where it does not apply", "[cuda][split-k]") {
   // Enough tiles: matmul 1024 runs 256 tiles of 64x64.
-  CHECK(compiled("examples/matmul.tex", {"M=1024", "N=1024", "K=1024"})->state.loops->kernels.size() == 1);
+  CHECK(verifiedCuda("examples/matmul.tex", {"M=1024", "N=1024", "K=1024"})->state.loops->kernels.size() == 1);
   // Too short a reduction to cut into slices of 256.
-  CHECK(compiled("examples/matmul.tex", {"M=64", "N=64", "K=1000"})->state.loops->kernels.size() == 1);
-  CHECK(compiled("examples/matmul_bias_gelu.tex", {})->state.loops->kernels.size() == 1);  // 24 tiles, K = 512
+  CHECK(verifiedCuda("examples/matmul.tex", {"M=64", "N=64", "K=1000"})->state.loops->kernels.size() == 1);
+  CHECK(verifiedCuda("examples/matmul_bias_gelu.tex", {})->state.loops->kernels.size() == 1);  // 24 tiles, K = 512
   // A pool in the epilogue (the tile's columns are windows) is left alone.
-  CHECK(compiled("tests/e2e/lowp_matmul_pool8_bf16.tex", {"K=2048"})->state.loops->kernels.size() == 1);
+  CHECK(verifiedCuda("tests/e2e/lowp_matmul_pool8_bf16.tex", {"K=2048"})->state.loops->kernels.size() == 1);
   // --disable-pass, --no-tile and the CPU target.
   PipelineOptions off;
   off.disabledPasses = {"split-k"};
-  CHECK(compiled("examples/matmul.tex", {"M=128", "N=4096", "K=4096"}, off)->state.loops->kernels.size() == 1);
+  CHECK(verifiedCuda("examples/matmul.tex", {"M=128", "N=4096", "K=4096"}, off)->state.loops->kernels.size() == 1);
   PipelineOptions untiled;
   untiled.tile = false;
-  CHECK(compiled("examples/matmul.tex", {"M=128", "N=4096", "K=4096"}, untiled)->state.loops->kernels.size() == 1);
+  CHECK(verifiedCuda("examples/matmul.tex", {"M=128", "N=4096", "K=4096"}, untiled)->state.loops->kernels.size() == 1);
   TestProgram mm = makeProgram(fs::path(TEXC_SOURCE_DIR) / "examples" / "matmul.tex", {"M=128", "N=4096", "K=4096"});
   std::unique_ptr<Compilation> cpu = compileTo(mm, Stage::Loops, Target::Cpu);
   REQUIRE(cpu->ok);

@@ -389,7 +389,7 @@ TEST_CASE("pipeline: the cuda target leaves out the cpu passes and ends in codeg
   PipelineOptions cuda;
   cuda.target = Target::Cuda;
   CHECK(joined(passNames(cuda)) ==
-        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops implicit-gemm fuse-pool-into-gemm split-k fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops implicit-gemm fuse-pool-into-gemm split-k split-keys fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
   for (const char* name : {"tile", "tile-online-softmax", "sink-unit-loops", "split-borders", "fuse-into-tiles", "codegen-llvm", "optimize-llvm"}) {
     INFO(name);
     CHECK(whyNotInPipeline(name, cuda).rfind("--target cuda: ", 0) == 0);
@@ -414,6 +414,8 @@ TEST_CASE("pipeline: the cuda target leaves out the cpu passes and ends in codeg
   CHECK(whyNotInPipeline("split-k", PipelineOptions{}).rfind("--target cpu: ", 0) == 0);
   CHECK(whyNotInPipeline("split-k", untiled).rfind("--no-tile: ", 0) == 0);
   CHECK(whyNotInPipeline("split-k", elementwise) == "");
+  CHECK(whyNotInPipeline("split-keys", PipelineOptions{}).rfind("--target cpu: ", 0) == 0);
+  CHECK(whyNotInPipeline("split-keys", untiled) == "");
   // Up to the loop IR, no backend pass.
   CHECK(passNames(cuda, Stage::Loops).back() == "fuse-row-passes");
 }
