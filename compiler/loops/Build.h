@@ -50,6 +50,30 @@ inline Expr accRead(int acc) {
   return e;
 }
 
+// buffer[index] = value.
+inline Stmt store(int buffer, std::vector<IndexExpr> index, Expr value) {
+  Store s;
+  s.buffer = buffer;
+  s.index = std::move(index);
+  s.value = std::move(value);
+  return s;
+}
+
+// acc = reduce(acc, value).
+inline Stmt update(int acc, ReduceKind reduce, Expr value) {
+  AccUpdate u;
+  u.acc = acc;
+  u.reduce = reduce;
+  u.value = std::move(value);
+  return u;
+}
+
+// `index` with variable `var` in front: [var, index..] (a slice's copy of a tensor's element).
+inline std::vector<IndexExpr> prepended(int var, std::vector<IndexExpr> index) {
+  index.insert(index.begin(), IndexExpr::makeVar(var));
+  return index;
+}
+
 // The value of an index expression (a loop variable's, when it is one).
 inline Expr indexValue(IndexExpr ix) {
   Expr e;

@@ -16,8 +16,6 @@ bool unitIn(const IndexExpr& ix, int var) {
   return !f.overflow && !f.varInAtom(var) && f.coeffOf(var) == 1;
 }
 
-
-
 // Whether `index` (of a buffer whose last dimension is `width`) ends in (.., y + a, x + b), with
 // y and x nowhere else: then its address is linear in y * width + x, and the loops y and x can
 // become one column loop (an image's pixels in order, no tail per image row).

@@ -252,8 +252,9 @@ Block* nestedBlock(Stmt& s);
 const Block* nestedBlock(const Stmt& s);
 
 // Input, Output and Temp are the program's tensors, in the program's order; Temps after them are
-// the loop program's own, which no tensor of the graph backs (split-K's partial sums,
-// gpu/SplitK.h: cuda target only), planned and placed in the arena like the others. Local buffers come
+// the loop program's own, which no tensor of the graph backs (split-K's partial sums and
+// split-keys' per-slice results, gpu/SplitK.h and gpu/SplitKeys.h: cuda target only), planned
+// and placed in the arena like the others. Local buffers come
 // after them: small arrays one kernel keeps per call (per thread), like scratch, but indexed like
 // a tensor (online softmax's tile of scores and running statistics, TileOnline.h). They are not
 // in the memory plan and never leave the kernel.
@@ -397,7 +398,7 @@ std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k);
 // ... when taken; returns its id.
 int addLocalBuffer(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype);
 
-// Appends a temporary that no tensor of the graph backs (split-K's partial sums; after the
+// Appends a temporary that no tensor of the graph backs (split-K's, split-keys'; after the
 // tensors, so only while the program has no local buffers) named `name`, or name2, ...; returns its id.
 int addProgramTemp(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype);
 

@@ -541,8 +541,6 @@ bool rowIndex(const std::vector<IndexExpr>& ix, const KernelShape& shape, int v)
   return ix.back().kind == IndexExpr::Kind::Var && ix.back().var == v;
 }
 
-// Fills m's rows-in-registers plan (GpuLegality.h) when the row body has its shape; false, and m
-// unchanged, otherwise.
 // Whether `index` is the row's own: the left-hand variables, in order (a per-row statistic).
 bool isRowStatistic(const std::vector<IndexExpr>& index, const KernelShape& shape) {
   if (index.size() != shape.lhs.size()) return false;
@@ -551,6 +549,8 @@ bool isRowStatistic(const std::vector<IndexExpr>& index, const KernelShape& shap
   return true;
 }
 
+// Fills m's rows-in-registers plan (GpuLegality.h) when the row body has its shape; false, and m
+// unchanged, otherwise.
 bool planRowRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& shape, OnlineTileMatch& m) {
   // The output row is rounded to its type once, at the end: only when it is the compute type.
   if (p.buffers[k.outputBuffer].dtype != k.computeType) return false;

@@ -12,15 +12,19 @@
 
 namespace texc::loops::gpu {
 
-int64_t splitKSlices(int64_t tiles, int64_t K, int64_t multiprocessors) {
-  if (tiles <= 0 || tiles >= multiprocessors || K < kMinSplitK) return 0;
+int64_t sliceCount(int64_t have, int64_t want, int64_t extent, int64_t minSlice) {
   int64_t slices = 0;
   for (int64_t s = 2; s <= 16; ++s) {
-    if (K % s != 0 || K / s < kMinSliceK) continue;
+    if (extent % s != 0 || extent / s < minSlice) continue;
     slices = s;
-    if (tiles * s >= 2 * multiprocessors) break;
+    if (have * s >= want) break;
   }
   return slices;
+}
+
+int64_t splitKSlices(int64_t tiles, int64_t K, int64_t multiprocessors) {
+  if (tiles <= 0 || tiles >= multiprocessors || K < kMinSplitK) return 0;
+  return sliceCount(tiles, 2 * multiprocessors, K, kMinSliceK);
 }
 
 std::vector<SplitKRewrite> splitKs(LoopProgram& p, const GpuMapOptions& o) {
@@ -67,12 +71,7 @@ std::vector<SplitKRewrite> splitKs(LoopProgram& p, const GpuMapOptions& o) {
       Loop& kLoop = inner[1].as<Loop>();
       kLoop.extent = sliceK;
       substitute(kLoop.body, kVar, build::sliced(sliceK, slice, kVar));
-      Store& st = inner[2].as<Store>();
-      st.buffer = W;
-      st.index = at;
-      st.index.insert(st.index.begin(), IndexExpr::makeVar(slice));
-      st.value = build::accRead(acc);
-      st.streaming = false;
+      inner[2] = build::store(W, build::prepended(slice, at), build::accRead(acc));
     }
     build::wrapInLoop(part, slice, S);
     part.outputBuffer = W;
@@ -88,14 +87,8 @@ std::vector<SplitKRewrite> splitKs(LoopProgram& p, const GpuMapOptions& o) {
       Block& inner = innermostBody(perfectNest(sum.body[0]));
       Loop& kLoop = inner[1].as<Loop>();
       kLoop.extent = S;
-      std::vector<IndexExpr> index = at;
-      index.insert(index.begin(), IndexExpr::makeVar(kVar));
-      AccUpdate add;
-      add.acc = acc;
-      add.reduce = ReduceKind::Sum;
-      add.value = build::load(W, std::move(index));
       kLoop.body.clear();
-      kLoop.body.push_back(std::move(add));
+      kLoop.body.push_back(build::update(acc, ReduceKind::Sum, build::load(W, build::prepended(kVar, at))));
     }
     sum.gpu.reset();
     sum.schedule = fmt::format("split-K: adds the {} partial sums of {} (slice 0 first), then the epilogue", S, part.name);

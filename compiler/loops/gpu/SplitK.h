@@ -38,6 +38,11 @@ inline constexpr int64_t kMinSliceK = 256;
 // some 16 us of one SM at the fp32 rate, where the sum's kernel costs a launch of a few us.
 inline constexpr int64_t kMinSplitK = 1024;
 
+// How many slices to cut a loop of `extent` iterations into, for work that runs `have` units in
+// parallel and wants `want`: the smallest S in 2..16 dividing `extent` into slices of at least
+// `minSlice` with have * S >= want, else the largest such S; 0 when none is (split-k, split-keys).
+int64_t sliceCount(int64_t have, int64_t want, int64_t extent, int64_t minSlice);
+
 // The number of slices for a contraction of `tiles` tiles (at map-gpu's tile sizes) and a
 // reduction of K terms on a GPU of `multiprocessors` SMs; 0: no split.
 int64_t splitKSlices(int64_t tiles, int64_t K, int64_t multiprocessors);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <optional>
 
 #include <fmt/format.h>
@@ -12,6 +11,7 @@
 #include "compiler/loops/Substitute.h"
 #include "compiler/loops/Walk.h"
 #include "compiler/loops/gpu/GpuLegality.h"
+#include "compiler/loops/gpu/SplitK.h"
 
 namespace texc::loops::gpu {
 
@@ -32,7 +32,7 @@ struct OnlineShape {
 
 bool isAccSet(const Stmt& s) { return s.is<AccSet>(); }
 
-std::optional<OnlineShape> matchOnline(const Kernel& k, const KernelShape& shape) {
+std::optional<OnlineShape> matchOnline(const KernelShape& shape) {
   const Block& inner = *shape.inner;
   OnlineShape o;
   if (inner.empty() || !inner[0].is<AccInit>() || inner[0].as<AccInit>().reduce != ReduceKind::Max) return std::nullopt;
@@ -72,61 +72,32 @@ std::optional<OnlineShape> matchOnline(const Kernel& k, const KernelShape& shape
   if (o.weighted != (o.preludeLoop >= 0)) return std::nullopt;
   for (size_t n = 0; n < o.keyStmt; ++n)
     if (!inner[n].is<AccInit>() && static_cast<int>(n) != o.preludeLoop) return std::nullopt;
-  (void)k;
   return o;
 }
 
 // Every load and store of buffer `from` under `block` now reads or writes `to` at
 // [slice, the same indices].
 void retarget(Block& block, int from, int to, int slice) {
-  auto prefix = [&](std::vector<IndexExpr>& index) { index.insert(index.begin(), IndexExpr::makeVar(slice)); };
   forEachStmt(block, [&](Stmt& s) {
     if (Store* st = s.getIf<Store>(); st && st->buffer == from) {
       st->buffer = to;
-      prefix(st->index);
+      st->index = build::prepended(slice, std::move(st->index));
     }
     if (Expr* v = valueOf(s))
       forEachExprNode(*v, [&](Expr& e) {
         if (e.kind == ExprKind::Load && e.buffer == from) {
           e.buffer = to;
-          prefix(e.index);
+          e.index = build::prepended(slice, std::move(e.index));
         }
       });
   });
-}
-
-Stmt store(int buffer, std::vector<IndexExpr> index, Expr value) {
-  Store s;
-  s.buffer = buffer;
-  s.index = std::move(index);
-  s.value = std::move(value);
-  return s;
-}
-
-Stmt update(int acc, ReduceKind kind, Expr value) {
-  AccUpdate u;
-  u.acc = acc;
-  u.reduce = kind;
-  u.value = std::move(value);
-  return u;
-}
-
-std::vector<IndexExpr> withSlice(int slice, std::vector<IndexExpr> index) {
-  index.insert(index.begin(), IndexExpr::makeVar(slice));
-  return index;
 }
 
 }  // namespace
 
 int64_t splitKeysSlices(int64_t rows, int64_t keys) {
   if (rows <= 0 || rows >= kWantedRows) return 0;
-  int64_t slices = 0;
-  for (int64_t s = 2; s <= 16; ++s) {
-    if (keys % s != 0 || keys / s < kMinSliceKeys) continue;
-    slices = s;
-    if (rows * s >= kWantedRows) break;
-  }
-  return slices;
+  return sliceCount(rows, kWantedRows, keys, kMinSliceKeys);
 }
 
 std::vector<SplitKeysRewrite> splitKeys(LoopProgram& p) {
@@ -138,7 +109,7 @@ std::vector<SplitKeysRewrite> splitKeys(LoopProgram& p) {
     if (k.outputBuffer < 0 || p.buffers[k.outputBuffer].dtype != k.computeType) continue;
     const KernelShape shape = kernelShape(k);
     if (shape.lhs.empty()) continue;
-    std::optional<OnlineShape> o = matchOnline(k, shape);
+    std::optional<OnlineShape> o = matchOnline(shape);
     if (!o || !matchOnlineTile(p, k, shape)) continue;
     int64_t rows = 1;
     std::vector<IndexExpr> rowIndex;
@@ -177,8 +148,8 @@ std::vector<SplitKeysRewrite> splitKeys(LoopProgram& p) {
       kl.extent = sliceKeys;
       substitute(kl.body, j, build::sliced(sliceKeys, slice, j));
       if (o->weighted) retarget(inner, O, part, slice);
-      inner.push_back(store(maxes, withSlice(slice, rowIndex), build::accRead(o->m)));
-      inner.push_back(store(sums, withSlice(slice, rowIndex), build::accRead(o->l)));
+      inner.push_back(build::store(maxes, build::prepended(slice, rowIndex), build::accRead(o->m)));
+      inner.push_back(build::store(sums, build::prepended(slice, rowIndex), build::accRead(o->l)));
     }
     build::wrapInLoop(keysKernel, slice, S);
     keysKernel.outputBuffer = o->weighted ? part : maxes;
@@ -198,7 +169,7 @@ std::vector<SplitKeysRewrite> splitKeys(LoopProgram& p) {
       const Block post(inner.begin() + static_cast<std::ptrdiff_t>(o->keyStmt) + 1, inner.end());
       std::optional<Stmt> prelude;
       if (o->weighted) prelude = inner[static_cast<size_t>(o->preludeLoop)];
-      auto sliceMax = [&] { return build::load(maxes, withSlice(j, rowIndex)); };
+      auto sliceMax = [&] { return build::load(maxes, build::prepended(j, rowIndex)); };
       auto weight = [&] {
         Expr empty = build::binary(BinaryOp::Eq, sliceMax(), build::constant(-HUGE_VAL));
         Expr scaled = build::call(Builtin::Exp, {build::binary(BinaryOp::Sub, sliceMax(), build::accRead(o->m))});
@@ -207,40 +178,30 @@ std::vector<SplitKeysRewrite> splitKeys(LoopProgram& p) {
       Block body;
       body.push_back(AccInit{o->m, ReduceKind::Max});
       Loop overMax = build::loop(j, S);
-      overMax.body.push_back(update(o->m, ReduceKind::Max, sliceMax()));
+      overMax.body.push_back(build::update(o->m, ReduceKind::Max, sliceMax()));
       body.push_back(std::move(overMax));
       body.push_back(AccInit{o->l, ReduceKind::Sum});
       Loop overSum = build::loop(j, S);
       overSum.body.push_back(
-          update(o->l, ReduceKind::Sum, build::binary(BinaryOp::Mul, weight(), build::load(sums, withSlice(j, rowIndex)))));
+          build::update(o->l, ReduceKind::Sum, build::binary(BinaryOp::Mul, weight(), build::load(sums, build::prepended(j, rowIndex)))));
       body.push_back(std::move(overSum));
       if (prelude) {
         // The prelude's nest over the row's columns, its `O[..] = 0` now the weighted sum.
         const int t = combine.numAccs++;
-        Stmt nest = *prelude;
-        std::function<void(Block&)> replace = [&](Block& b) {
-          for (size_t n = 0; n < b.size(); ++n) {
-            if (Loop* l = b[n].getIf<Loop>()) {
-              replace(l->body);
-              continue;
-            }
-            const Store* st = b[n].getIf<Store>();
-            if (!st || st->buffer != O) continue;
-            const std::vector<IndexExpr> index = st->index;
-            Loop overRow = build::loop(j, S);
-            overRow.body.push_back(
-                update(t, ReduceKind::Sum, build::binary(BinaryOp::Mul, weight(), build::load(part, withSlice(j, index)))));
-            Block cell;
-            cell.push_back(AccInit{t, ReduceKind::Sum});
-            cell.push_back(std::move(overRow));
-            cell.push_back(store(O, index, build::accRead(t)));
-            b.erase(b.begin() + static_cast<std::ptrdiff_t>(n));
-            b.insert(b.begin() + static_cast<std::ptrdiff_t>(n), cell.begin(), cell.end());
-            return;
-          }
-        };
-        replace(nest.as<Loop>().body);
-        body.push_back(std::move(nest));
+        Block nest = {*prelude};
+        rewrite(nest, [&](Stmt& s) -> std::optional<Block> {
+          const Store* st = s.getIf<Store>();
+          if (!st || st->buffer != O) return std::nullopt;
+          Loop overRow = build::loop(j, S);
+          overRow.body.push_back(
+              build::update(t, ReduceKind::Sum, build::binary(BinaryOp::Mul, weight(), build::load(part, build::prepended(j, st->index)))));
+          Block cell;
+          cell.push_back(AccInit{t, ReduceKind::Sum});
+          cell.push_back(std::move(overRow));
+          cell.push_back(build::store(O, st->index, build::accRead(t)));
+          return cell;
+        });
+        body.push_back(std::move(nest[0]));
       }
       for (const Stmt& s : post) body.push_back(s);
       inner = std::move(body);
