@@ -46,7 +46,8 @@ bool equalNode(const Guard& a, const Guard& b, const VarRenaming& r) {
 bool equalNode(const Pack& a, const Pack& b, const VarRenaming& r) {
   return a.side == b.side && renamed(a.var, r) == b.var && equal(a.base, b.base, r) && a.count == b.count &&
          a.panel == b.panel && a.extent == b.extent && a.scratch == b.scratch && equalWindow(a.k, b.k, r) &&
-         equal(a.value, b.value, r) && equalConds(a.padding, b.padding, r) && a.bf16Pairs == b.bf16Pairs;
+         equal(a.value, b.value, r) && equalConds(a.padding, b.padding, r) && a.bf16Pairs == b.bf16Pairs &&
+         a.amx == b.amx;
 }
 bool equalNode(const Tile& a, const Tile& b, const VarRenaming& r) {
   return renamed(a.rowVar, r) == b.rowVar && renamed(a.colVar, r) == b.colVar && equal(a.rowBase, b.rowBase, r) &&
@@ -55,7 +56,8 @@ bool equalNode(const Tile& a, const Tile& b, const VarRenaming& r) {
          a.rowScratch == b.rowScratch && a.rowPackWhole == b.rowPackWhole && equal(a.blockRow, b.blockRow, r) &&
          a.colScratch == b.colScratch && equal(a.blockCol, b.blockCol, r) && a.perWindow == b.perWindow &&
          a.kUnroll == b.kUnroll && a.sumScratch == b.sumScratch && equal(a.sumRow, b.sumRow, r) &&
-         equal(a.sumCol, b.sumCol, r) && a.sumStride == b.sumStride && a.bf16Pairs == b.bf16Pairs && equal(a.epilogue, b.epilogue, r);
+         equal(a.sumCol, b.sumCol, r) && a.sumStride == b.sumStride && a.bf16Pairs == b.bf16Pairs && a.amx == b.amx &&
+         equal(a.epilogue, b.epilogue, r);
 }
 
 }  // namespace

@@ -169,6 +169,20 @@ enum class PackSide : uint8_t { Rows, Columns };
 // k steps to one 32-bit scratch element (k - k.base even in the low half): the formulas above
 // hold with L' = ceil(L / 2) for L and (k - k.base) / 2 for k - k.base, and an odd window's last
 // pair ends in +0.
+// With `amx` as well (bf16Pairs, an AMX tile's packs) the window's pairs are padded with zeros to
+// G = ceil(L' / 16) groups of 16 (one tile's k, 32 steps), L'' = 16 G in the formulas: the
+// Columns layout is otherwise the one above (16 columns of a group are a B tile: 16 rows of 16
+// pairs, P * 4 bytes apart); Rows keeps each group of a panel as rows of 16
+// consecutive pairs, scratch[(r / panel) * panel * L'' + (q / 16) * panel * 16 + (r % panel) * 16
+// + q % 16], so that 16 rows of one group are an A tile of 1 KiB, 64 bytes a row. A Rows pack
+// with `amx` needs the operand contiguous in k.
+// 32-bit scratch elements per row or column of a bf16-pair pack for `steps` k steps: L', or L''
+// with `amx`.
+inline int64_t packedPairs(int64_t steps, bool amx) {
+  const int64_t pairs = (steps + 1) / 2;
+  return amx ? (pairs + 15) / 16 * 16 : pairs;
+}
+
 struct Pack {
   PackSide side = PackSide::Columns;
   int var = -1;
@@ -181,6 +195,7 @@ struct Pack {
   Expr value;
   std::vector<GuardCond> padding;  // Columns only
   bool bf16Pairs = false;
+  bool amx = false;
 };
 
 // A register-blocked contraction tile with its epilogue: the rows x cols block whose row and
@@ -202,6 +217,9 @@ struct Pack {
 // in f16/bf16 and cannot hold them): element (sumRow + r) * sumStride + sumCol + c.
 // With `bf16Pairs` both packs hold bf16 pairs along k (Pack) and each step of the k loop adds two
 // products per accumulator lane with one vdpbf16ps (AVX512-BF16), in f32.
+// With `amx` as well, the accumulators are AMX tiles of 16 x 16 f32 (rows and cols multiples of
+// 16, at most 4 of them beside 2 + 2 operand tiles) and each group of 16 pairs (32 k steps) is one
+// tdpbf16ps per accumulator tile, from packs laid out for tile loads (Pack::amx).
 struct Tile {
   int rowVar = -1;
   int colVar = -1;
@@ -225,6 +243,7 @@ struct Tile {
   IndexExpr sumRow, sumCol;
   int64_t sumStride = 0;
   bool bf16Pairs = false;
+  bool amx = false;
   Block epilogue;
 };
 

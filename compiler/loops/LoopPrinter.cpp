@@ -131,7 +131,7 @@ struct Printer {
     if (pk.side == PackSide::Rows) {
       out += fmt::format("{}pack s{}[{} < {} in panels of {}][{}] = {}  # {} = {}, clamped below {}{}\n", pad, pk.scratch,
                          k.varNames[pk.var], pk.count, pk.panel, window, expr(pk.value), k.varNames[pk.var],
-                         range(pk.base, pk.count), pk.extent, pk.bf16Pairs ? "; bf16 pairs along k" : "");
+                         range(pk.base, pk.count), pk.extent, pairNote(pk));
       return;
     }
     std::string padding = conds(pk.padding);
@@ -139,7 +139,12 @@ struct Printer {
                        k.varNames[pk.var], pk.count, pk.panel > 0 && pk.panel < pk.count ? fmt::format(" in panels of {}", pk.panel) : "",
                        padding.empty() ? "" : "if " + padding + " then ", expr(pk.value), k.varNames[pk.var],
                        range(pk.base, pk.count), pk.extent, padding.empty() ? "" : ", 0 where padded",
-                       pk.bf16Pairs ? "; bf16 pairs along k" : "");
+                       pairNote(pk));
+  }
+
+  static std::string pairNote(const Pack& pk) {
+    if (!pk.bf16Pairs) return "";
+    return pk.amx ? "; bf16 pairs along k, in AMX tiles of 16 pairs (zeros past the window)" : "; bf16 pairs along k";
   }
 
   void tile(const Tile& t, const std::string& pad, int depth) {
@@ -160,7 +165,9 @@ struct Printer {
     if (t.k.block > 0 && !t.perWindow && partial) start = fmt::format("({} > 0 ? {} : 0) + ", index(t.k.base), sums);
     out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers{}{}\n", pad, t.acc, start, kWindow(t.k),
                        lhs, rhs, t.rows, t.cols, t.kUnroll > 1 ? fmt::format(", k unrolled {}x", t.kUnroll) : "",
-                       t.bf16Pairs ? "; bf16 pairs: two k steps per vdpbf16ps" : "");
+                       t.amx         ? "; AMX: 16x16 f32 tiles, 32 k steps per tdpbf16ps"
+                       : t.bf16Pairs ? "; bf16 pairs: two k steps per vdpbf16ps"
+                                     : "");
     if (t.k.block > 0 && t.perWindow) out += fmt::format("{}  # this window's sum alone; the epilogue after every window\n", pad);
     else if (t.k.block > 0 && t.sumScratch >= 0)
       out += fmt::format("{}  # after the last k block only; before it the partial sum is stored in s{} (f32) instead\n", pad, t.sumScratch);
@@ -326,7 +333,8 @@ struct Verifier {
       return fail("pack with an empty extent");
     if (rows && pk.count % pk.panel != 0) fail("row pack whose rows are not whole panels");
     if (!rows && pk.panel > 0 && pk.count % pk.panel != 0) fail("column pack whose columns are not whole panels");
-    scratchOk(pk.scratch, (pk.bf16Pairs ? (pk.k.length() + 1) / 2 : pk.k.length()) * pk.count, "pack");
+    scratchOk(pk.scratch, (pk.bf16Pairs ? packedPairs(pk.k.length(), pk.amx) : pk.k.length()) * pk.count, "pack");
+    if (pk.amx && (!pk.bf16Pairs || pk.count % 16 != 0 || (rows && pk.panel % 16 != 0))) fail("AMX pack not of bf16 pairs in whole tiles");
     if (rows && !pk.padding.empty()) fail("row pack with padding conditions");
     bound[pk.k.var] = true;
     bound[pk.var] = true;
@@ -345,8 +353,11 @@ struct Verifier {
     if (!freeVar(t.k.var) || !freeVar(t.colVar) || !freeVar(t.rowVar)) return;
     if (t.k.extent <= 0 || t.cols <= 0 || t.k.block < 0 || t.colExtent <= 0 || t.rows <= 0 || t.rowExtent <= 0)
       return fail("tile with an empty extent");
-    int64_t window = t.bf16Pairs ? (t.k.length() + 1) / 2 : t.k.length();
+    int64_t window = t.bf16Pairs ? packedPairs(t.k.length(), t.amx) : t.k.length();
     if (t.bf16Pairs && (t.colScratch < 0 || t.rowScratch < 0)) fail("bf16-pair tile without both packs");
+    if (t.amx && (!t.bf16Pairs || t.rowPackWhole || t.perWindow || t.rows % 16 != 0 || t.cols % 16 != 0 || (t.rows / 16) * (t.cols / 16) > 4 ||
+                  t.rows / 16 > 2 || t.cols / 16 > 2))
+      fail("AMX tile that is not a block of at most 2 x 2 tiles of 16 x 16 from bf16-pair packs");
     if (t.colScratch >= 0) {
       index(t.blockCol);
       scratchOk(t.colScratch, window * t.cols, "tile");

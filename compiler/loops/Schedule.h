@@ -55,6 +55,9 @@ struct MachineInfo {
   // AVX512-BF16's vdpbf16ps on 16-float vectors (Cooper Lake, Sapphire Rapids, Zen 4): bf16 x bf16
   // contractions use it, two k steps per instruction (TileContractions.cpp).
   bool bf16Dot = false;
+  // AMX tiles with tdpbf16ps (Sapphire Rapids and later): 8 tile registers of 16 rows x 64 bytes;
+  // bf16 x bf16 matmuls run on them, 32 k steps per instruction (TileContractions.cpp).
+  bool amxBf16 = false;
   int threads = 1;            // threads the compiled code will run on: row blocks to share out
   std::string source;         // where the figures came from, for the explanation
 };

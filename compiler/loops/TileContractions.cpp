@@ -61,7 +61,7 @@ Stmt tileOf(const Contraction& c, const TileSchedule& s, int rowScratch, int col
   return tile;
 }
 
-void tileOne(const LoopProgram& p, Kernel& k, const Contraction& c, const TileSchedule& s, bool outermost, bool bf16Pairs) {
+void tileOne(const LoopProgram& p, Kernel& k, const Contraction& c, const TileSchedule& s, bool outermost, bool bf16Pairs, bool amx) {
   auto newVar = [&](const std::string& name) {
     k.varNames.push_back(name);
     return static_cast<int>(k.varNames.size()) - 1;
@@ -78,8 +78,8 @@ void tileOne(const LoopProgram& p, Kernel& k, const Contraction& c, const TileSc
     k.scratchSizes.push_back(n);
     return static_cast<int>(k.scratchSizes.size()) - 1;
   };
-  // bf16 pairs take one 32-bit scratch element per two k steps.
-  const int64_t units = bf16Pairs ? (window + 1) / 2 : window;
+  // bf16 pairs take one 32-bit scratch element per two k steps (AMX: in whole tiles of 16 pairs).
+  const int64_t units = bf16Pairs ? packedPairs(window, amx) : window;
   int rowScratch = s.packA ? newScratch(s.mc * units) : -1;
   int colScratch = s.pack ? newScratch(units * packCols) : -1;
 
@@ -90,6 +90,7 @@ void tileOne(const LoopProgram& p, Kernel& k, const Contraction& c, const TileSc
   if (jc >= 0) t.blockCol = affineIndex(s.nr, jt, 0);
   t.blockRow = affineIndex(s.mr, it, 0);
   t.bf16Pairs = bf16Pairs;
+  t.amx = amx;
   if (kb >= 0 && lowPrecisionOutput(p, c)) {
     // The row block's partial sums, all its columns (the k blocks are inside the row blocks).
     t.sumStride = (c.N + s.nr - 1) / s.nr * s.nr;
@@ -104,6 +105,7 @@ void tileOne(const LoopProgram& p, Kernel& k, const Contraction& c, const TileSc
   // The A block: packed once per row block (and k block), reused by every column panel.
   Stmt rowPackStmt = s.packA ? rowPack(tile, rowScratch, affineIndex(s.mc, ic, 0), s.mc, /*allOfK=*/false) : Stmt{};
   if (bf16Pairs) colPackStmt.as<Pack>().bf16Pairs = rowPackStmt.as<Pack>().bf16Pairs = true;
+  if (amx) colPackStmt.as<Pack>().amx = rowPackStmt.as<Pack>().amx = true;
 
   Loop rowTiles = build::loop(it, s.mc / s.mr);
   rowTiles.body.push_back(std::move(tile));
@@ -169,6 +171,38 @@ bool canBlockK(const LoopProgram& p, const Contraction& c) {
 
 // What the schedule line says of a contraction whose packs keep bf16 pairs.
 constexpr const char* kBf16PairsNote = "packed as bf16 pairs along k (not widened), two k steps per vdpbf16ps, sums in f32";
+
+// Whether `operand` is a load whose last index is k and whose others do not use it: its k steps
+// are consecutive in memory (an AMX A tile's rows are copied 64 bytes at a time).
+bool contiguousInK(const Expr& operand, int k) {
+  if (operand.kind != ExprKind::Load || operand.index.empty()) return false;
+  const IndexExpr& last = operand.index.back();
+  if (last.kind != IndexExpr::Kind::Var || last.var != k) return false;
+  for (size_t d = 0; d + 1 < operand.index.size(); ++d)
+    if (usesVar(operand.index[d], k)) return false;
+  return true;
+}
+
+// The schedule of a bf16 x bf16 matmul on AMX tiles, from the rule's blocks for bf16 pairs: the
+// register tile becomes 32x32, 2x2 accumulator tiles of 16x16 f32 beside 2 A tiles (16 rows x 32
+// k steps) and 2 B tiles (32 k steps x 16 columns), all 8 tile registers: 4 tdpbf16ps of 16x16x32
+// per 4 tile loads. Blocks are rounded to whole tiles: k blocks to 32 steps, rows and columns to
+// 32.
+void useAmxTiles(TileSchedule& s, const MachineInfo& machine, const Contraction& c) {
+  s.mr = s.nr = 32;
+  s.ku = 1;
+  if (s.kc > 0) s.kc = (s.kc + 31) / 32 * 32;
+  s.mc = std::max<int64_t>(32, s.mc / 32 * 32);
+  if (s.nc > 0) s.nc = std::max<int64_t>(32, (s.nc + 31) / 32 * 32);
+  const int64_t window = s.kc > 0 ? s.kc : c.K;
+  s.explanation = fmt::format(
+      "{}x{}x{}: C tile 32x32 = 2x2 AMX tiles of 16x16 f32 (+2 A tiles of 16x32 bf16, +2 B tiles of 32x16 bf16 = the 8 tile "
+      "registers; 4 tdpbf16ps of 16x16x32 per 4 tile loads); {}A block {}x{} bf16 ({} KiB){}; {}; {} threads; A and B are bf16 on a "
+      "CPU with AMX-BF16: packed as bf16 pairs along k in tile order, zeros past the k window to whole tiles of 32 steps, sums in f32",
+      c.M, c.N, c.K, s.kc > 0 ? fmt::format("k blocks of {}; ", s.kc) : "", s.mc, window, s.mc * window * 2 / 1024,
+      s.kc > 0 && s.nc > 0 ? fmt::format("; B packed {} columns at a time ({} KiB)", s.nc, s.nc * window * 2 / 1024) : "",
+      machine.source, machine.threads);
+}
 
 // "bf16" or "f16" when `operand` reads a low-precision buffer, else empty.
 std::string lowPrecisionName(const LoopProgram& p, const Expr& operand) {
@@ -331,6 +365,10 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
                                  needA && !s.packA ? "it is " + rowLow : !colLow.empty() ? "it is " + colLow : "it is gathered");
         continue;
       }
+      // Both bf16 with AMX tiles as well: the micro-kernel is tdpbf16ps on 16x16 tiles, unless the
+      // schedule file fixes the register tile (mr, nr), which asks for the vector micro-kernel.
+      const bool amx = pairable && s.pack && s.packA && machine.amxBf16 && !o.mr && !o.nr && contiguousInK(c.rowOperand, c.k);
+      if (amx) useAmxTiles(s, machine, c);
       s.explanation += lowered;
       if (!c.colContiguous)
         s.explanation += overrides.pack == false
@@ -341,11 +379,12 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       // FMAs. Exact products, sums in f32, as the f32 path. A gathered B (A B^T) has its pairs
       // side by side in memory: one 32-bit gather per vector of columns.
       const bool pairs = pairable && s.pack && s.packA;
-      if (pairs)
-        s.explanation += fmt::format("; A and B are bf16 on a CPU with AVX512-BF16: {}", kBf16PairsNote);
-      else
+      if (pairs) {
+        if (!amx) s.explanation += fmt::format("; A and B are bf16 on a CPU with AVX512-BF16: {}", kBf16PairsNote);
+      } else {
         s.explanation += lowPrecisionNote(rowLow, colLow, overrides);
-      tileOne(p, k, c, s, outermost, pairs);
+      }
+      tileOne(p, k, c, s, outermost, pairs, amx);
       k.schedule = s.explanation;
       ++tiled;
       continue;

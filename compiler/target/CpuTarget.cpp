@@ -6,6 +6,7 @@
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -199,6 +200,31 @@ std::vector<std::string> missingHostFeatures(const CpuTarget& cpu) {
     if (it != host.end() && !it->second) missing.push_back(f.substr(1));
   }
   return missing;
+}
+
+namespace {
+
+// Linux's request for the AMX tile data state (arch/x86/include/uapi/asm/prctl.h): granted to the
+// whole process, once.
+bool requestTileData() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
+  static const bool granted = syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+  return granted;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool amxUsable(const CpuTarget& cpu) {
+  if (!cpu.has("amx-tile") || !cpu.has("amx-bf16")) return false;
+  const std::map<std::string, bool> host = hostFeatureMap();
+  const auto it = host.find("amx-tile");
+  const bool hostHasTiles = it != host.end() && it->second;
+  return !hostHasTiles || requestTileData();
 }
 
 }  // namespace texc

@@ -35,4 +35,10 @@ const CpuTarget& cpuTarget(const std::string& name);
 // Empty when code for `cpu` runs here.
 std::vector<std::string> missingHostFeatures(const CpuTarget& cpu);
 
+// Whether code for `cpu` may use AMX tiles (amx-tile and amx-bf16): the CPU has them, and when this
+// host has them too, Linux has granted the process the tile data state (arch_prctl
+// ARCH_REQ_XCOMP_PERM, asked once here; without it the first tile instruction faults). Code for
+// an AMX CPU on a host without AMX is for another machine and keeps its tiles.
+bool amxUsable(const CpuTarget& cpu);
+
 }  // namespace texc

@@ -414,6 +414,7 @@ class KernelGen {
   // Column pack: scratch[(k - k.base) * count + c] = column operand at j = base + c (0 past
   // extent, by masked loads).
   void pack(const Pack& s) {
+    if (s.bf16Pairs && s.amx) return s.side == PackSide::Rows ? packRowTilesAmx(s) : packColumnPairs(s);
     if (s.bf16Pairs) return s.side == PackSide::Rows ? packRowPairs(s) : packColumnPairs(s);
     if (s.side == PackSide::Rows) return packRows(s);
     if (s.padding.empty() && s.value.kind == ExprKind::Load && !unitStrideIn(p_.buffers[s.value.buffer], s.value.index, s.var))
@@ -653,7 +654,7 @@ class KernelGen {
     const int64_t w = std::min<int64_t>(laneCount(panel), padded ? 8 : 16);
     llvm::Value* j0 = index(s.base);
     KBounds kw = kBounds(s.k);
-    const int64_t pairs = (kw.length + 1) / 2;
+    const int64_t pairs = packedPairs(kw.length, s.amx);
     const bool ragged = s.extent % s.count != 0;
     llvm::Value* zero = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b_.getInt16Ty(), static_cast<unsigned>(w)));
     std::vector<int> interleave;
@@ -679,6 +680,21 @@ class KernelGen {
       }
     });
     vars_[s.k.var] = vars_[s.var] = nullptr;
+    if (s.amx) zeroPairsToTiles(s, kw, panel);
+  }
+
+  // An AMX column pack: pairs past the window, up to the end of its last group of 16, are zeros,
+  // so that the last tile's k steps past the window add nothing. In each panel they are one
+  // contiguous run of words (pair q of the panel's columns at q * panel).
+  void zeroPairsToTiles(const Pack& s, const KBounds& kw, int64_t panel) {
+    const int64_t pairs = packedPairs(kw.length, true);
+    llvm::Value* filled = pairCount(kw);
+    llvm::Value* groupsEnd = b_.CreateMul(b_.CreateSDiv(b_.CreateAdd(filled, i64(15)), i64(16)), i64(16));
+    llvm::Value* bytes = b_.CreateMul(b_.CreateSub(groupsEnd, filled), i64(panel * 4));
+    countedLoop("pairs.zero", i64(0), i64(s.count / panel), [&](llvm::Value* t) {
+      llvm::Value* at = b_.CreateAdd(b_.CreateMul(t, i64(panel * pairs)), b_.CreateMul(filled, i64(panel)));
+      b_.CreateMemSet(scratchAt(s.scratch, at), b_.getInt8(0), bytes, llvm::MaybeAlign(4));
+    });
   }
 
   // The transpose of a square of W vectors of W lanes (W a power of two): log2(W) rounds of
@@ -713,7 +729,7 @@ class KernelGen {
     const auto n = static_cast<unsigned>(w);
     llvm::Value* j0 = index(s.base);
     KBounds kw = kBounds(s.k);
-    const int64_t pairs = (kw.length + 1) / 2;
+    const int64_t pairs = packedPairs(kw.length, s.amx);
     const bool ragged = s.extent % s.count != 0;
     auto* words = llvm::FixedVectorType::get(b_.getInt32Ty(), n);
     std::vector<llvm::Value*> masks(s.count / w, nullptr);
@@ -758,6 +774,42 @@ class KernelGen {
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
     vars_[s.k.var] = vars_[s.var] = nullptr;
+    if (s.amx) zeroPairsToTiles(s, kw, panel);
+  }
+
+  // The row pack of an AMX tile (Pack::amx): for each panel, row and group of 16 pairs, the row's
+  // 32 k steps are one 64-byte load (k is contiguous in the operand; steps past the window are
+  // masked off as zeros) stored as one row of an A tile. Rows past the extent read the last row.
+  void packRowTilesAmx(const Pack& s) {
+    llvm::Value* i0 = index(s.base);
+    KBounds kw = kBounds(s.k);
+    const int64_t pairs = packedPairs(kw.length, true);
+    auto* lanes = llvm::FixedVectorType::get(b_.getInt16Ty(), 32);
+    llvm::Value* length = b_.CreateSub(kw.end, kw.start);
+    llvm::Value* groups = b_.CreateSDiv(b_.CreateAdd(length, i64(31)), i64(32));
+    llvm::Value* laneIds = llvm::ConstantVector::get([&] {
+      std::vector<llvm::Constant*> ids;
+      for (int l = 0; l < 32; ++l) ids.push_back(b_.getInt64(l));
+      return ids;
+    }());
+    countedLoop(k_.varNames[s.var] + ".panel", i64(0), i64(s.count / s.panel), [&](llvm::Value* t) {
+      llvm::Value* panel = b_.CreateMul(t, i64(s.panel * pairs));
+      countedLoop(k_.varNames[s.var] + ".row", i64(0), i64(s.panel), [&](llvm::Value* r) {
+        vars_[s.var] = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, b_.CreateAdd(b_.CreateMul(t, i64(s.panel)), r)),
+                                                i64(s.extent - 1));
+        countedLoop(k_.varNames[s.k.var] + ".group", i64(0), groups, [&](llvm::Value* g) {
+          llvm::Value* k0 = b_.CreateAdd(kw.start, b_.CreateMul(g, i64(32)));
+          vars_[s.k.var] = k0;
+          llvm::Value* left = b_.CreateVectorSplat(32, b_.CreateSub(kw.end, k0));
+          llvm::Value* mask = b_.CreateICmpSLT(laneIds, left);
+          llvm::Value* row = b_.CreateMaskedLoad(lanes, address(s.value.buffer, s.value.index), llvm::Align(2), mask,
+                                                 llvm::Constant::getNullValue(lanes));
+          llvm::Value* at = b_.CreateAdd(panel, b_.CreateAdd(b_.CreateMul(g, i64(s.panel * 16)), b_.CreateMul(r, i64(16))));
+          b_.CreateAlignedStore(row, scratchAt(s.scratch, at), llvm::Align(64));
+        });
+      });
+    });
+    vars_[s.k.var] = vars_[s.var] = nullptr;
   }
 
   // Row pack of bf16 pairs: element (r / panel) * panel * L' + q * panel + r % panel holds
@@ -788,48 +840,227 @@ class KernelGen {
     vars_[s.k.var] = vars_[s.var] = nullptr;
   }
 
+  // A tile's frame: its first row and column, the rows and columns of it inside the extents, the
+  // block after it (a tile starting past either extent branches there at once; the caller ends
+  // in it), and per vector of W columns the mask of the columns inside (null when all are).
+  struct TileFrame {
+    llvm::Value* i0;
+    llvm::Value* j0;
+    llvm::Value* rowsIn;
+    llvm::Value* colsIn;
+    llvm::BasicBlock* done;
+    std::vector<llvm::Value*> outMasks;
+  };
+  TileFrame enterTile(const Tile& s, int64_t w) {
+    TileFrame f;
+    f.i0 = index(s.rowBase);
+    f.j0 = index(s.colBase);
+    auto* inside = llvm::BasicBlock::Create(ctx_, "tile", fn_);
+    f.done = llvm::BasicBlock::Create(ctx_, "tile.end", fn_);
+    b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpSLT(f.i0, i64(s.rowExtent)), b_.CreateICmpSLT(f.j0, i64(s.colExtent))), inside, f.done);
+    b_.SetInsertPoint(inside);
+    f.rowsIn = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i64(s.rows), b_.CreateSub(i64(s.rowExtent), f.i0));
+    f.colsIn = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i64(s.cols), b_.CreateSub(i64(s.colExtent), f.j0));
+    f.outMasks.assign(s.cols / w, nullptr);
+    for (int64_t v = 0; s.colExtent % s.cols != 0 && v < s.cols / w; ++v) f.outMasks[v] = laneMask(b_.CreateAdd(f.j0, i64(v * w)), w, s.colExtent);
+    return f;
+  }
+
+  // Where the partial sums of earlier k blocks of a tile's row r, columns c.. live: in the output
+  // elements (the first epilogue store), or in the tile's f32 scratch beside a low-precision output.
+  llvm::Value* partialSumAddress(const Tile& s, llvm::Value* i0, llvm::Value* j0, int64_t r, int64_t c) {
+    if (s.sumScratch >= 0) {
+      llvm::Value* row = b_.CreateAdd(index(s.sumRow), i64(r));
+      return scratchAt(s.sumScratch, b_.CreateAdd(b_.CreateMul(row, i64(s.sumStride)), b_.CreateAdd(index(s.sumCol), i64(c))));
+    }
+    const Store& st = s.epilogue[0].as<Store>();
+    vars_[s.rowVar] = b_.CreateAdd(i0, i64(r));
+    vars_[s.colVar] = b_.CreateAdd(j0, i64(c));
+    return address(st.buffer, st.index);
+  }
+
+  // Rows past a tile's extent are left alone: each row's partial-sum load and store is guarded.
+  template <class Body>
+  void ifRowInside(llvm::Value* rowsIn, int64_t r, Body body) {
+    auto* then = llvm::BasicBlock::Create(ctx_, "row", fn_);
+    auto* next = llvm::BasicBlock::Create(ctx_, "row.end", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(i64(r), rowsIn), then, next);
+    b_.SetInsertPoint(then);
+    body();
+    b_.CreateBr(next);
+    b_.SetInsertPoint(next);
+  }
+
+  // The epilogue of a tile whose sums are in `spill` (rows x cols f32), element by element over
+  // the part of the tile inside the extents.
+  void tileEpilogue(const Tile& s, llvm::AllocaInst* spill, llvm::Value* i0, llvm::Value* j0, llvm::Value* rowsIn, llvm::Value* colsIn) {
+    varExtents_[s.rowVar] = s.rowExtent;
+    varExtents_[s.colVar] = s.colExtent;
+    auto epilogue = [&](llvm::Value* rowsN, llvm::Value* colsN) {
+      countedLoop(k_.varNames[s.rowVar] + ".epi", i64(0), rowsN, [&](llvm::Value* r) {
+        countedLoop(k_.varNames[s.colVar] + ".epi", i64(0), colsN, [&](llvm::Value* c) {
+          vars_[s.rowVar] = b_.CreateAdd(i0, r);
+          vars_[s.colVar] = b_.CreateAdd(j0, c);
+          llvm::Value* v = b_.CreateLoad(ft_, b_.CreateInBoundsGEP(ft_, spill, b_.CreateAdd(b_.CreateMul(r, i64(s.cols)), c)));
+          b_.CreateStore(v, accs_[s.acc]);
+          b_.CreateStore(b_.getFalse(), accNaN_[s.acc]);
+          for (const Stmt& e : s.epilogue) stmt(e, false);
+        });
+      });
+    };
+    if (s.colExtent % s.cols != 0 || s.rowExtent % s.rows != 0) {
+      // A whole tile (the common case) runs the epilogue with constant trip counts, which LLVM
+      // turns into vector code; only a tile at an edge takes the element-by-element loop.
+      // (Measured: the scalar epilogue was 3 % of conv (1, 64, 64, 56, 56).)
+      auto* whole = llvm::BasicBlock::Create(ctx_, "epi.whole", fn_);
+      auto* edge = llvm::BasicBlock::Create(ctx_, "epi.edge", fn_);
+      auto* joined = llvm::BasicBlock::Create(ctx_, "epi.end", fn_);
+      b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpEQ(rowsIn, i64(s.rows)), b_.CreateICmpEQ(colsIn, i64(s.cols))), whole, edge);
+      b_.SetInsertPoint(whole);
+      epilogue(i64(s.rows), i64(s.cols));
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(edge);
+      epilogue(rowsIn, colsIn);
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(joined);
+    } else {
+      epilogue(i64(s.rows), i64(s.cols));
+    }
+    vars_[s.rowVar] = vars_[s.colVar] = nullptr;
+    varExtents_[s.rowVar] = varExtents_[s.colVar] = 0;
+  }
+
+  // An AMX tile (Tile::amx): rows/16 x cols/16 accumulator tiles of 16x16 f32 carried through
+  // the loop over groups of 16 pairs (32 k steps) as x86_amx values, each group loading one A
+  // tile per 16 rows and one B tile per 16 columns from the packs (Pack::amx) and doing one
+  // tdpbf16ps per accumulator. LLVM's AMX passes configure the tiles (ldtilecfg) from the
+  // constant shapes. Partial sums of earlier k blocks are copied into `spill` and loaded as the
+  // starting tiles; the sums are stored back to `spill` for the partial-sum store or the epilogue.
+  void amxTile(const Tile& s) {
+    constexpr int64_t w = 16;
+    const int64_t nvec = s.cols / w, rowTiles = s.rows / 16, tiles = rowTiles * nvec;
+    auto* vt = llvm::FixedVectorType::get(ft_, w);
+    auto [i0, j0, rowsIn, colsIn, done, outMasks] = enterTile(s, w);
+    KBounds kw = kBounds(s.k);
+    const int64_t pairs = packedPairs(kw.length, true);
+    llvm::AllocaInst* spill = entryAlloca(ft_, s.rows * s.cols, "tile.c");
+    auto spillAt = [&](int64_t r, int64_t c) { return b_.CreateConstInBoundsGEP1_64(ft_, spill, r * s.cols + c); };
+
+    llvm::Type* amxType = llvm::Type::getX86_AMXTy(ctx_);
+    llvm::Function* tileLoad = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::x86_tileloadd64_internal);
+    llvm::Function* tileZero = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::x86_tilezero_internal);
+    llvm::Function* tileDot = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::x86_tdpbf16ps_internal);
+    llvm::Function* tileStore = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::x86_tilestored64_internal);
+    llvm::Value* sixteenRows = b_.getInt16(16);
+    llvm::Value* rowBytes = b_.getInt16(64);
+    auto load = [&](llvm::Value* ptr, int64_t stride) { return b_.CreateCall(tileLoad, {sixteenRows, rowBytes, ptr, i64(stride)}); };
+    auto accTileAt = [&](int64_t t) { return spillAt((t / nvec) * 16, (t % nvec) * 16); };
+
+    // The accumulator tiles: zeros, or (a k block after the first) the partial sums so far.
+    std::vector<llvm::Value*> acc(tiles);
+    const bool partialSums = s.k.block > 0;
+    if (partialSums) {
+      auto* resume = llvm::BasicBlock::Create(ctx_, "tile.resume", fn_);
+      auto* start = llvm::BasicBlock::Create(ctx_, "tile.start", fn_);
+      auto* joined = llvm::BasicBlock::Create(ctx_, "tile.sums", fn_);
+      b_.CreateCondBr(b_.CreateICmpSGT(kw.start, i64(0)), resume, start);
+      b_.SetInsertPoint(resume);
+      for (int64_t r = 0; r < s.rows; ++r)
+        ifRowInside(rowsIn, r, [&] {
+          for (int64_t v = 0; v < nvec; ++v) {
+            llvm::Value* ptr = partialSumAddress(s, i0, j0, r, v * w);
+            llvm::Value* x = outMasks[v] ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vt, ptr, llvm::Align(4), outMasks[v],
+                                                                                        llvm::Constant::getNullValue(vt)))
+                                         : b_.CreateAlignedLoad(vt, ptr, llvm::Align(4));
+            b_.CreateAlignedStore(x, spillAt(r, v * w), llvm::Align(64));
+          }
+        });
+      std::vector<llvm::Value*> resumed(tiles), zeroed(tiles);
+      for (int64_t t = 0; t < tiles; ++t) resumed[t] = load(accTileAt(t), s.cols * 4);
+      llvm::BasicBlock* resumedEnd = b_.GetInsertBlock();
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(start);
+      for (int64_t t = 0; t < tiles; ++t) zeroed[t] = b_.CreateCall(tileZero, {sixteenRows, rowBytes});
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(joined);
+      for (int64_t t = 0; t < tiles; ++t) {
+        llvm::PHINode* phi = b_.CreatePHI(amxType, 2, "acc.tile");
+        phi->addIncoming(resumed[t], resumedEnd);
+        phi->addIncoming(zeroed[t], start);
+        acc[t] = phi;
+      }
+    } else {
+      for (int64_t t = 0; t < tiles; ++t) acc[t] = b_.CreateCall(tileZero, {sixteenRows, rowBytes});
+    }
+
+    // The groups of 32 k steps (the packs hold zeros past the window up to the last group's end).
+    llvm::Value* groups = b_.CreateSDiv(b_.CreateAdd(b_.CreateSub(kw.end, kw.start), i64(31)), i64(32));
+    llvm::Value* rowPanel = b_.CreateMul(index(s.blockRow), i64(pairs));
+    llvm::Value* colPanel = b_.CreateMul(index(s.blockCol), i64(pairs));
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* header = llvm::BasicBlock::Create(ctx_, "groups.loop", fn_);
+    auto* body = llvm::BasicBlock::Create(ctx_, "groups.body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "groups.exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* g = b_.CreatePHI(i64_, 2, "group");
+    g->addIncoming(i64(0), pre);
+    std::vector<llvm::PHINode*> carried(tiles);
+    for (int64_t t = 0; t < tiles; ++t) {
+      carried[t] = b_.CreatePHI(amxType, 2, "acc.tile");
+      carried[t]->addIncoming(acc[t], pre);
+    }
+    b_.CreateCondBr(b_.CreateICmpSLT(g, groups), body, exit);
+    b_.SetInsertPoint(body);
+    std::vector<llvm::Value*> a(rowTiles), bt(nvec);
+    for (int64_t r = 0; r < rowTiles; ++r)
+      a[r] = load(scratchAt(s.rowScratch, b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(g, i64(s.rows * 16)), i64(r * 16 * 16)))), 64);
+    for (int64_t v = 0; v < nvec; ++v)
+      bt[v] = load(scratchAt(s.colScratch, b_.CreateAdd(colPanel, b_.CreateAdd(b_.CreateMul(g, i64(16 * s.cols)), i64(v * 16)))), s.cols * 4);
+    for (int64_t t = 0; t < tiles; ++t)
+      carried[t]->addIncoming(b_.CreateCall(tileDot, {sixteenRows, rowBytes, rowBytes, carried[t], a[t / nvec], bt[t % nvec]}), body);
+    g->addIncoming(b_.CreateAdd(g, i64(1), "group.next", true, true), body);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    for (int64_t t = 0; t < tiles; ++t) b_.CreateCall(tileStore, {sixteenRows, rowBytes, accTileAt(t), i64(s.cols * 4), carried[t]});
+
+    if (partialSums) {
+      // Not the last k block: store the partial sums where the epilogue's store will go.
+      auto* save = llvm::BasicBlock::Create(ctx_, "tile.save", fn_);
+      auto* last = llvm::BasicBlock::Create(ctx_, "tile.last", fn_);
+      b_.CreateCondBr(b_.CreateICmpSLT(kw.end, i64(s.k.extent)), save, last);
+      b_.SetInsertPoint(save);
+      for (int64_t r = 0; r < s.rows; ++r)
+        ifRowInside(rowsIn, r, [&] {
+          for (int64_t v = 0; v < nvec; ++v) {
+            llvm::Value* ptr = partialSumAddress(s, i0, j0, r, v * w);
+            llvm::Value* x = b_.CreateAlignedLoad(vt, spillAt(r, v * w), llvm::Align(64));
+            if (outMasks[v]) b_.CreateMaskedStore(x, ptr, llvm::Align(4), outMasks[v]);
+            else b_.CreateAlignedStore(x, ptr, llvm::Align(4));
+          }
+        });
+      b_.CreateBr(done);
+      b_.SetInsertPoint(last);
+    }
+    tileEpilogue(s, spill, i0, j0, rowsIn, colsIn);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
   // tile: rows x cols accumulators, each row `cols / W` vectors, kept in registers across the k
   // loop (allocas that SROA promotes); each k broadcasts one row-operand value per row and does
   // one fused multiply-add per accumulator vector. Then the epilogue runs for every element of
   // the tile inside the extents, or (k blocks before the last) the partial sums are stored.
   void tile(const Tile& s) {
+    if (s.amx) return amxTile(s);
     const int64_t w = laneCount(s.cols);
     const int64_t nvec = s.cols / w;
     auto* vt = llvm::FixedVectorType::get(ft_, static_cast<unsigned>(w));
-    llvm::Value* i0 = index(s.rowBase);
-    llvm::Value* j0 = index(s.colBase);
-    auto* inside = llvm::BasicBlock::Create(ctx_, "tile", fn_);
-    auto* done = llvm::BasicBlock::Create(ctx_, "tile.end", fn_);
-    b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpSLT(i0, i64(s.rowExtent)), b_.CreateICmpSLT(j0, i64(s.colExtent))), inside, done);
-    b_.SetInsertPoint(inside);
-
+    auto [i0, j0, rowsIn, colsIn, done, outMasks] = enterTile(s, w);
     KBounds kw = kBounds(s.k);
     const bool ragged = s.colExtent % s.cols != 0;
-    llvm::Value* rowsIn = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i64(s.rows), b_.CreateSub(i64(s.rowExtent), i0));
-    llvm::Value* colsIn = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, i64(s.cols), b_.CreateSub(i64(s.colExtent), j0));
-    std::vector<llvm::Value*> outMasks(nvec, nullptr);
-    for (int64_t v = 0; ragged && v < nvec; ++v) outMasks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
-    // Partial sums of earlier k blocks live in the output elements (the first epilogue store).
-    auto outputVector = [&](int64_t r, int64_t v) -> llvm::Value* {
-      if (s.sumScratch >= 0) {
-        llvm::Value* row = b_.CreateAdd(index(s.sumRow), i64(r));
-        return scratchAt(s.sumScratch, b_.CreateAdd(b_.CreateMul(row, i64(s.sumStride)), b_.CreateAdd(index(s.sumCol), i64(v * w))));
-      }
-      const Store& st = s.epilogue[0].as<Store>();
-      vars_[s.rowVar] = b_.CreateAdd(i0, i64(r));
-      vars_[s.colVar] = b_.CreateAdd(j0, i64(v * w));
-      return address(st.buffer, st.index);
-    };
-    // Rows past the extent are left alone: each row's partial-sum load and store is guarded.
-    auto forRowsInside = [&](int64_t r, auto body) {
-      auto* then = llvm::BasicBlock::Create(ctx_, "row", fn_);
-      auto* next = llvm::BasicBlock::Create(ctx_, "row.end", fn_);
-      b_.CreateCondBr(b_.CreateICmpSLT(i64(r), rowsIn), then, next);
-      b_.SetInsertPoint(then);
-      body();
-      b_.CreateBr(next);
-      b_.SetInsertPoint(next);
-    };
+    auto outputVector = [&](int64_t r, int64_t v) { return partialSumAddress(s, i0, j0, r, v * w); };
+    auto forRowsInside = [&](int64_t r, auto body) { ifRowInside(rowsIn, r, body); };
 
     std::vector<llvm::AllocaInst*> accs;
     for (int64_t a = 0; a < s.rows * nvec; ++a) {
@@ -981,40 +1212,7 @@ class KernelGen {
       for (int64_t v = 0; v < nvec; ++v)
         b_.CreateAlignedStore(b_.CreateLoad(vt, accs[r * nvec + v]), b_.CreateConstInBoundsGEP1_64(ft_, spill, r * s.cols + v * w),
                               llvm::Align(4 * w));
-    varExtents_[s.rowVar] = s.rowExtent;
-    varExtents_[s.colVar] = s.colExtent;
-    auto epilogue = [&](llvm::Value* rowsN, llvm::Value* colsN) {
-      countedLoop(k_.varNames[s.rowVar] + ".epi", i64(0), rowsN, [&](llvm::Value* r) {
-        countedLoop(k_.varNames[s.colVar] + ".epi", i64(0), colsN, [&](llvm::Value* c) {
-          vars_[s.rowVar] = b_.CreateAdd(i0, r);
-          vars_[s.colVar] = b_.CreateAdd(j0, c);
-          llvm::Value* v = b_.CreateLoad(ft_, b_.CreateInBoundsGEP(ft_, spill, b_.CreateAdd(b_.CreateMul(r, i64(s.cols)), c)));
-          b_.CreateStore(v, accs_[s.acc]);
-          b_.CreateStore(b_.getFalse(), accNaN_[s.acc]);
-          for (const Stmt& e : s.epilogue) stmt(e, false);
-        });
-      });
-    };
-    if (ragged || s.rowExtent % s.rows != 0) {
-      // A whole tile (the common case) runs the epilogue with constant trip counts, which LLVM
-      // turns into vector code; only a tile at an edge takes the element-by-element loop.
-      // (Measured: the scalar epilogue was 3 % of conv (1, 64, 64, 56, 56).)
-      auto* whole = llvm::BasicBlock::Create(ctx_, "epi.whole", fn_);
-      auto* edge = llvm::BasicBlock::Create(ctx_, "epi.edge", fn_);
-      auto* joined = llvm::BasicBlock::Create(ctx_, "epi.end", fn_);
-      b_.CreateCondBr(b_.CreateAnd(b_.CreateICmpEQ(rowsIn, i64(s.rows)), b_.CreateICmpEQ(colsIn, i64(s.cols))), whole, edge);
-      b_.SetInsertPoint(whole);
-      epilogue(i64(s.rows), i64(s.cols));
-      b_.CreateBr(joined);
-      b_.SetInsertPoint(edge);
-      epilogue(rowsIn, colsIn);
-      b_.CreateBr(joined);
-      b_.SetInsertPoint(joined);
-    } else {
-      epilogue(i64(s.rows), i64(s.cols));
-    }
-    vars_[s.rowVar] = vars_[s.colVar] = nullptr;
-    varExtents_[s.rowVar] = varExtents_[s.colVar] = 0;
+    tileEpilogue(s, spill, i0, j0, rowsIn, colsIn);
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
   }

@@ -15,6 +15,7 @@ MachineInfo machineInfo(const CpuTarget& cpu) {
   m.l2Bytes = cpu.l2Bytes;
   m.l3Bytes = cpu.l3Bytes;
   m.bf16Dot = m.vectorFloats == 16 && cpu.has("avx512bf16");
+  m.amxBf16 = m.bf16Dot && amxUsable(cpu);
   m.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   m.source = fmt::format("{}{}, {}, {} {}-bit registers; caches {}", cpu.name, cpu.host ? " (host)" : "", cpu.isaName(),
                          m.vectorRegisters, m.vectorFloats * 32, cpu.cacheSource);

@@ -160,7 +160,7 @@ class KernelRun {
         }
         const double v = j0 + c < pk.extent && !padded ? eval(pk.value) : 0.0;
         if (pk.bf16Pairs) {
-          const int64_t q = (k - w.start) / 2, pairs = (w.length + 1) / 2;
+          const int64_t q = (k - w.start) / 2, pairs = loops::packedPairs(w.length, pk.amx);
           scratchHalf(pk.scratch, (c / p) * p * pairs + q * p + c % p, (k - w.start) % 2) = v;
           // An odd window's last pair ends in +0.
           if (k + 1 == w.end && (k - w.start) % 2 == 0) scratchHalf(pk.scratch, (c / p) * p * pairs + q * p + c % p, 1) = 0.0;
@@ -178,8 +178,10 @@ class KernelRun {
         vars_[pk.k.var] = k;
         vars_[pk.var] = std::min(i0 + r, pk.extent - 1);
         if (pk.bf16Pairs) {
-          const int64_t q = (k - w.start) / 2, pairs = (w.length + 1) / 2;
-          const int64_t at = (r / pk.panel) * pk.panel * pairs + q * pk.panel + r % pk.panel;
+          const int64_t q = (k - w.start) / 2, pairs = loops::packedPairs(w.length, pk.amx);
+          // AMX: each group of 16 pairs of a panel is an A tile, a row's 16 pairs side by side.
+          const int64_t at = pk.amx ? (r / pk.panel) * pk.panel * pairs + (q / 16) * pk.panel * 16 + (r % pk.panel) * 16 + q % 16
+                                    : (r / pk.panel) * pk.panel * pairs + q * pk.panel + r % pk.panel;
           scratchHalf(pk.scratch, at, (k - w.start) % 2) = eval(pk.value);
           if (k + 1 == w.end && (k - w.start) % 2 == 0) scratchHalf(pk.scratch, at, 1) = 0.0;
           continue;
@@ -209,9 +211,11 @@ class KernelRun {
         double acc = partial && w.start > 0 ? *partial : 0.0;
         for (int64_t k = w.start; k < w.end && t.bf16Pairs; k += 2) {
           // Pairs: both products of a pair, the even k step's first (the odd one may be the +0 pad).
-          const int64_t q = (k - w.start) / 2, pairs = (w.length + 1) / 2;
+          const int64_t q = (k - w.start) / 2, pairs = loops::packedPairs(w.length, t.amx);
           // A row pack of all of k holds its pairs from k = 0 (windows start even).
-          const int64_t rowAt = t.rowPackWhole ? blockRow * ((t.k.extent + 1) / 2) + k / 2 * t.rows + r : blockRow * pairs + q * t.rows + r;
+          const int64_t rowAt = t.rowPackWhole ? blockRow * ((t.k.extent + 1) / 2) + k / 2 * t.rows + r
+                                : t.amx        ? blockRow * pairs + (q / 16) * t.rows * 16 + r * 16 + q % 16
+                                               : blockRow * pairs + q * t.rows + r;
           for (int64_t h = 0; h < 2; ++h)
             acc += scratchHalf(t.rowScratch, rowAt, h) * scratchHalf(t.colScratch, blockCol * pairs + q * t.cols + c, h);
         }

@@ -219,6 +219,44 @@ TEST_CASE("tile: bf16 x bf16 on a CPU with vdpbf16ps: packed in pairs along k, t
   CHECK(loops::printLoopProgram(deep.loops).find("not tiled: the row (A) operand must be packed (it is bf16)") != std::string::npos);
 }
 
+TEST_CASE("tile: bf16 x bf16 on a CPU with AMX tiles: 32x32 tiles, packs in tile order, the same sums", "[passes][tile][amx]") {
+  // AMX (Sapphire Rapids): the register tile is 2x2 tiles of 16x16, each group of 16 pairs one
+  // tdpbf16ps per tile; the A pack keeps each row's 16 pairs of a group side by side (an A tile),
+  // the B pack pads the window's pairs with zeros to whole groups. Tails in every dimension, k
+  // blocks with a tail that is not a whole group, an f32 output and A B^T.
+  loops::MachineInfo m = bf16DotMachine();
+  m.amxBf16 = true;
+  const SemanticsCase cases[] = {
+      {"bf16 matmul 13x29x531", "input A : bf16[13, 531]\ninput B : bf16[531, 29]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n"},
+      {"bf16 matmul 97x131x61, f32 output",
+       "input A : bf16[97, 61]\ninput B : bf16[61, 131]\ninput u : f32\noutput C[i, j] = sum(k: A[i, k] * B[k, j]) * u\n"},
+      {"bf16 matmul 5x3x1", "input A : bf16[5, 1]\ninput B : bf16[1, 3]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n"},
+      {"bf16 A B^T 40x33x70", "input A : bf16[40, 70]\ninput B : bf16[33, 70]\noutput C[i, j] = sum(k: A[i, k] * B[j, k])\n"},
+  };
+  loops::ScheduleOverrides kc64;
+  kc64.kc = 64;
+  for (const SemanticsCase& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      checkTiledMatchesUntiled(c, {{"rule", {}}, {"kc = 64", kc64}}, 5, m, "32 k steps per tdpbf16ps");
+    }
+  }
+  // A not contiguous in k (A^T B), or a schedule file's register tile: the vdpbf16ps micro-kernel.
+  checkTiledMatchesUntiled({"bf16 A^T B", "input A : bf16[23, 17]\ninput B : bf16[23, 37]\noutput C[i, j] = sum(k: A[k, i] * B[k, j])\n"},
+                           {{"rule", {}}}, 5, m, "two k steps per vdpbf16ps");
+  loops::ScheduleOverrides mr6;
+  mr6.mr = 6;
+  checkTiledMatchesUntiled(cases[0], {{"mr = 6", mr6}}, 5, m, "two k steps per vdpbf16ps");
+  // Blocks in whole tiles: k blocks of 32 steps, row blocks of 32 rows.
+  Lowered big = lower("bf16 2048", "input A : bf16[2048, 2048]\ninput B : bf16[2048, 2048]\noutput C[i, j] = sum(k: A[i, k] * B[k, j])\n");
+  loops::ScheduleOverrides kc100;
+  kc100.kc = 100;
+  REQUIRE(loops::tileContractions(big.loops, m, kc100) == 1);
+  const std::string printed = loops::printLoopProgram(big.loops);
+  CHECK(printed.find("k blocks of 128") != std::string::npos);
+  CHECK(printed.find("tile 32x32") != std::string::npos);
+  CHECK(loops::verifyLoopProgram(big.loops).empty());
+}
+
 // Convolutions (implicit GEMM): prime sizes, so that rows (output channels, tiles of 6), pixels
 // (panels of 16, blocks of 32 or 128) and the flattened reduction (k blocks) all have tails.
 const char* const kConvPadded =

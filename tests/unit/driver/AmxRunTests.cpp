@@ -1,0 +1,62 @@
+// bf16 matmuls on AMX tiles (tdpbf16ps), run for real where the host has them: tails in every
+// dimension, k blocks, a bf16 output (partial sums in f32 scratch), an f32 one and A B^T (B's
+// pack gathers pairs along k), each within the error bound of `--check`. Elsewhere the test is skipped with its reason; the code itself is
+// checked on any host by tests/lit/tile/matmul-bf16-amx.tex (--cpu sapphirerapids).
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/Skip.h"
+#include "tests/unit/driver/DriverTestUtil.h"
+
+namespace texc::drivertest {
+
+namespace {
+
+// Whether /proc/cpuinfo lists AMX tiles with bf16 products.
+bool hostHasAmxBf16() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) return line.find(" amx_tile") != std::string::npos && line.find(" amx_bf16") != std::string::npos;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("run: bf16 matmuls on AMX tiles, where the host has them, are within the error bound", "[driver][run][amx]") {
+  if (!hostHasAmxBf16()) testsupport::skipTest("this host's CPU has no AMX tiles with bf16 products (amx_tile, amx_bf16)");
+  struct Shape {
+    int m, k, n;
+  };
+  // 1100: k blocks with a tail that is not a whole tile (and odd: a last pair ending in +0);
+  // 45 and 17: less than one tile in every dimension.
+  for (const Shape s : {Shape{70, 1100, 90}, Shape{33, 17, 45}, Shape{128, 2048, 96}}) {
+    DYNAMIC_SECTION(s.m << "x" << s.k << "x" << s.n) {
+      Sandbox box;
+      const std::string text = fmt::format(
+          "input A : bf16[{0}, {1}]\ninput B : bf16[{1}, {2}]\ninput Bt : bf16[{2}, {1}]\ninput u : f32\n"
+          "output C[i, j] = sum(k: A[i, k] * B[k, j])\n"
+          "output F[i, j] = sum(k: A[i, k] * B[k, j]) * u\n"
+          "output T[i, j] = sum(k: A[i, k] * Bt[j, k])\n",
+          s.m, s.k, s.n);
+      const fs::path file = box.input("amx.tex", text);
+      Result loops = runTexc(box, {"compile", file.string(), "--emit", "loops", "-o", "-"});
+      INFO(loops.describe());
+      REQUIRE(loops.status == 0);
+      CHECK(loops.out.find("32 k steps per tdpbf16ps") != std::string::npos);
+      Result run = runTexc(box, {"run", file.string(), "--random", "3", "--check", "--threads", "2"});
+      INFO(run.describe());
+      REQUIRE_FALSE(run.crashed);
+      CHECK(run.status == 0);
+      CHECK(run.out.find("C: max abs error") != std::string::npos);
+      CHECK(run.out.find("F: max abs error") != std::string::npos);
+      CHECK(run.out.find("T: max abs error") != std::string::npos);
+      CHECK(run.out.find("beyond") == std::string::npos);
+    }
+  }
+}
+
+}  // namespace texc::drivertest
