@@ -314,8 +314,11 @@ def limit_value(limits, which, threads):
         key = ("fma_avx512", threads) if ("fma_avx512", threads) in limits else ("fma_avx2", threads)
         return limits[key]["max"], key[0]
     if which == "bf16dot":
-        # vdpbf16ps (AVX512-BF16) does two multiply-adds per f32 lane at the FMA's rate; without
-        # it a bf16 contraction runs on f32 FMAs.
+        # AMX tiles (tdpbf16ps) where the probe measured them; else vdpbf16ps (AVX512-BF16) does
+        # two multiply-adds per f32 lane at the FMA's rate; without it a bf16 contraction runs on
+        # f32 FMAs.
+        if ("amx_bf16", threads) in limits:
+            return limits[("amx_bf16", threads)]["max"], "amx_bf16"
         fma, name = limit_value(limits, "fma", threads)
         return (2 * fma, "2x " + name + " (vdpbf16ps)") if cpu_info()["avx512_bf16"] else (fma, name)
     return limits[(which, threads)]["max"], which
@@ -582,8 +585,9 @@ def markdown(rows, wls, meta):
              "Fractions in the tables are of the best figure, at the same thread count.", "",
              "| figure | 1 thread | 2 threads |", "| --- | --- | --- |"]
     names = {"copy": "copy b = a (GB/s, read + write)", "add3": "d = a + b + c (GB/s)",
-             "fma_avx2": "AVX2 FMA peak (GFLOP/s)", "fma_avx512": "AVX-512 FMA peak (GFLOP/s)"}
-    for fig in ("copy", "add3", "fma_avx2", "fma_avx512"):
+             "fma_avx2": "AVX2 FMA peak (GFLOP/s)", "fma_avx512": "AVX-512 FMA peak (GFLOP/s)",
+             "amx_bf16": "AMX tdpbf16ps peak (GFLOP/s)"}
+    for fig in ("copy", "add3", "fma_avx2", "fma_avx512", "amx_bf16"):
         if (fig, 1) in lim:
             cells = ["**%.1f** (%.1f-%.1f)" % (lim[(fig, t)]["max"], lim[(fig, t)]["min"], lim[(fig, t)]["median"])
                      for t in (1, 2)]
@@ -605,7 +609,8 @@ def markdown(rows, wls, meta):
         wrows = [r for r in rows if r["workload"] == wl["name"]]
         unit = "GB/s" if "bytes" in wl else "GFLOP/s"
         limname = {"add3": "a+b+c bandwidth", "copy": "copy bandwidth", "fma": "FMA peak",
-                   "bf16dot": "bf16 dot peak (2x FMA with AVX512-BF16)"}[wl["limit"]]
+                   "bf16dot": "AMX tdpbf16ps peak" if ("amx_bf16", 1) in lim
+                   else "bf16 dot peak (2x FMA with AVX512-BF16)"}[wl["limit"]]
         lines += ["### %s" % wl["name"], "",
                   "| implementation | threads | median ms | min ms | %s | of %s | time / texc | check | notes |"
                   % (unit, limname), "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -3,6 +3,8 @@
 //   add3   d[i] = a[i] + b[i] + c[i]   bytes counted: three reads + one write
 //   fma    many independent vector FMA chains in registers (AVX2, and AVX-512 when compiled
 //          for a CPU that has it)
+//   amx    AMX tdpbf16ps on tiles in registers (4 accumulator tiles, 16x16x32 multiply-adds
+//          each), when compiled for a CPU that has AMX-BF16 and Linux grants the tile state
 // Each figure is measured REPEAT times after a warm-up (the FMA peak 5 x REPEAT times, in short
 // bursts; the second thread is kept alive across them), on 1 and on 2 threads; the driver takes the best as the limit, and the spread
 // (max-min)/median tells whether the machine was quiet.
@@ -10,7 +12,11 @@
 
 #include <immintrin.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 using namespace bench;
@@ -66,6 +72,47 @@ double fmaLoop256(long iters) {
   _mm256_storeu_ps(out, s);
   return out[0] + out[7];
 }
+
+#ifdef __AMX_BF16__
+// Linux grants the AMX tile data state on request (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
+bool amxGranted() { return syscall(SYS_arch_prctl, 0x1023, 18) == 0; }
+
+// Tiles 0-3 accumulate (16 rows x 16 f32), 4-5 are A (16 rows x 32 bf16), 6-7 B (16 pair rows x
+// 16 columns): 4 independent tdpbf16ps per iteration, no loads. Each thread configures its own
+// tiles.
+double amxLoop(long iters) {
+  struct alignas(64) Config {
+    uint8_t palette = 1, startRow = 0, reserved[14] = {};
+    uint16_t colBytes[16] = {};
+    uint8_t rows[16] = {};
+  } config;
+  for (int t = 0; t < 8; ++t) {
+    config.colBytes[t] = 64;
+    config.rows[t] = 16;
+  }
+  alignas(64) static uint16_t ones[16 * 32];
+  for (uint16_t& v : ones) v = 0x3f80;  // bf16 1.0
+  alignas(64) float out[16 * 16];
+  _tile_loadconfig(&config);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  _tile_loadd(6, ones, 64);
+  _tile_loadd(7, ones, 64);
+  for (long it = 0; it < iters; ++it) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, out, 64);
+  _tile_release();
+  return out[0];
+}
+#endif
 
 volatile double gSink;
 volatile double gPartnerSink;
@@ -166,6 +213,13 @@ int main(int argc, char** argv) {
 #ifdef __AVX512F__
     Stat fma512 = fmaPeak(threads, repeat * 5, [&] { return fmaLoop512(iters); }, 2.0 * 16 * kChains * iters);
     printStat("fma_avx2", threads, "GFLOP/s", fma256, false);
+#ifdef __AMX_BF16__
+    if (amxGranted()) {
+      const long tileIters = 20000;  // 80000 tdpbf16ps: about 0.4 ms at one per 16 cycles
+      Stat amx = fmaPeak(threads, repeat * 5, [&] { return amxLoop(tileIters); }, 2.0 * 16 * 16 * 32 * 4 * tileIters);
+      printStat("amx_bf16", threads, "GFLOP/s", amx, false);
+    }
+#endif
     printStat("fma_avx512", threads, "GFLOP/s", fma512, threads == 2);
 #else
     printStat("fma_avx2", threads, "GFLOP/s", fma256, threads == 2);
