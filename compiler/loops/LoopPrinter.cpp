@@ -355,14 +355,16 @@ struct Verifier {
       return fail("tile with an empty extent");
     int64_t window = t.bf16Pairs ? packedPairs(t.k.length(), t.amx) : t.k.length();
     if (t.bf16Pairs && (t.colScratch < 0 || t.rowScratch < 0)) fail("bf16-pair tile without both packs");
-    if (t.amx && (!t.bf16Pairs || t.rowPackWhole || t.perWindow || t.rows % 16 != 0 || t.cols % 16 != 0 || (t.rows / 16) * (t.cols / 16) > 4 ||
+    if (t.amx && t.rowPackWhole && t.k.block % 32 != 0) fail("AMX tile over a whole-k row pack with k blocks that are not whole tiles");
+    if (t.amx && (!t.bf16Pairs || t.perWindow || t.rows % 16 != 0 || t.cols % 16 != 0 || (t.rows / 16) * (t.cols / 16) > 4 ||
                   t.rows / 16 > 2 || t.cols / 16 > 2))
       fail("AMX tile that is not a block of at most 2 x 2 tiles of 16 x 16 from bf16-pair packs");
     if (t.colScratch >= 0) {
       index(t.blockCol);
       scratchOk(t.colScratch, window * t.cols, "tile");
     }
-    if (t.rowScratch >= 0) scratchOk(t.rowScratch, (t.rowPackWhole ? (t.bf16Pairs ? (t.k.extent + 1) / 2 : t.k.extent) : window) * t.rows, "tile");
+    if (t.rowScratch >= 0)
+      scratchOk(t.rowScratch, (t.rowPackWhole ? (t.bf16Pairs ? packedPairs(t.k.extent, t.amx) : t.k.extent) : window) * t.rows, "tile");
     if (t.sumScratch >= 0) {
       index(t.sumRow);
       index(t.sumCol);

@@ -257,7 +257,7 @@ constexpr int64_t kImplicitGemmStackBytes = 2 << 20;
 //     for kc blocks
 //       pack s1[k in window][j < nc in panels of nr] = I[..] (0 where padded)
 //       for jt: for it: tile mr x nr
-void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const TileSchedule& s, bool bf16Pairs) {
+void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const TileSchedule& s, bool bf16Pairs, bool amx) {
   const Contraction& c = g.c;
   auto newVar = [&](const std::string& name) {
     k.varNames.push_back(name);
@@ -273,8 +273,8 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   const int jt = newVar(k.varNames[c.j] + "_t");
   const int it = newVar(k.varNames[c.i] + "_t");
   const int64_t window = s.kc > 0 ? s.kc : c.K;
-  // bf16 pairs take one 32-bit scratch element per two k steps.
-  auto units = [&](int64_t steps) { return bf16Pairs ? (steps + 1) / 2 : steps; };
+  // bf16 pairs take one 32-bit scratch element per two k steps (AMX: in whole tiles of 16 pairs).
+  auto units = [&](int64_t steps) { return bf16Pairs ? packedPairs(steps, amx) : steps; };
   const int rowScratch = newScratch(rowsPacked * units(c.K));
   const int colScratch = newScratch(units(window) * s.nc);
 
@@ -286,6 +286,7 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   t.blockRow = affineIndex(s.mr, it, 0);
   t.rowPackWhole = true;
   t.bf16Pairs = bf16Pairs;
+  t.amx = amx;
   if (kb >= 0 && lowPrecisionOutput(p, c)) {
     // The pixel block's partial sums, all rows (the k blocks are inside the pixel blocks).
     t.sumStride = s.nc;
@@ -297,6 +298,7 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   colPackStmt.as<Pack>().padding = g.padding;
   Stmt rowPackStmt = rowPack(tile, rowScratch, IndexExpr::makeConst(0), rowsPacked, /*allOfK=*/true);
   colPackStmt.as<Pack>().bf16Pairs = rowPackStmt.as<Pack>().bf16Pairs = bf16Pairs;
+  colPackStmt.as<Pack>().amx = rowPackStmt.as<Pack>().amx = amx;
   Loop rowTiles = build::loop(it, rowsPacked / s.mr);
   rowTiles.body.push_back(std::move(tile));
   Loop panels = build::loop(jt, s.nc / s.nr);
@@ -416,7 +418,7 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       s.kc = 0;
       s.nc = (g.c.N + s.nr - 1) / s.nr * s.nr;
       const double matrixMiB = static_cast<double>(g.c.K * s.nc) * 4 / (1 << 20);
-      tileImplicitGemm(p, candidate, g, s, false);
+      tileImplicitGemm(p, candidate, g, s, false, false);
       candidate.schedule = fmt::format(
           "{}x{}x{}: C tile {}x{}; im2col (--conv=im2col): the patch matrix {}x{} ({:.1f} MiB) is written whole, then read "
           "back by the GEMM: {:.1f} MiB moved beyond the input, where implicit GEMM packs blocks that stay in cache",
@@ -426,7 +428,20 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       continue;
     }
     std::string evened;
-    if (!overrides.mr) {
+    // Both operands bf16 on a CPU with vdpbf16ps: packed as bf16 pairs (see tileContractions),
+    // with k blocks of an even length, so that every window starts at a pair of the weights.
+    const bool pairs = machine.bf16Dot && lowPrecisionName(p, g.c.rowOperand) == "bf16" && lowPrecisionName(p, g.c.colOperand) == "bf16";
+    // With AMX tiles as well (and no register tile from a schedule file): 32x32 tiles of 16x16, k
+    // blocks of whole tiles (the weights are packed whole, so every window must start at a tile
+    // of them) and of at least 1024 steps (one block when K is no longer), as for matmuls.
+    const bool amx = pairs && machine.amxBf16 && !overrides.mr && !overrides.nr;
+    if (amx) {
+      s.mr = s.nr = 32;
+      s.ku = 1;
+      if (!overrides.kc && s.kc > 0 && s.kc < 1024) s.kc = g.c.K <= 1024 ? 0 : 1024;
+      if (!overrides.nc) s.nc = std::max<int64_t>(32, s.nc / 32 * 32);
+    }
+    if (!overrides.mr && !amx) {
       // Up to two rows fewer per tile when that pads fewer rows, but at least 4 rows (8
       // accumulators: two FMA pipes of latency 4 kept busy). 64 channels are 16 tiles of 4
       // rather than 11 of 6 (66 rows) or 13 of 5 (65); measured at both bench shapes, tiles of
@@ -439,21 +454,23 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       if (best != s.mr) evened = fmt::format("; tiles of {} rows pad fewer rows ({} for {})", best, padded(best), g.c.M);
       s.mr = best;
     }
-    // Both operands bf16 on a CPU with vdpbf16ps: packed as bf16 pairs (see tileContractions),
-    // with k blocks of an even length, so that every window starts at a pair of the weights.
-    const bool pairs = machine.bf16Dot && lowPrecisionName(p, g.c.rowOperand) == "bf16" && lowPrecisionName(p, g.c.colOperand) == "bf16";
     if (s.kc > 0 && !overrides.kc) {
       // Even k blocks: 576 = 3 x 192 rather than 256 + 256 + 64, whose last block pays a tile's
       // fixed costs (partial sums, epilogue) for a quarter of the work.
       const int64_t blocks = (g.c.K + s.kc - 1) / s.kc;
       int64_t even = (g.c.K + blocks - 1) / blocks;
       if (pairs) even += even % 2;
+      if (amx) even = (even + 31) / 32 * 32;
       if (even != s.kc) evened += fmt::format("; k blocks evened out to {} x {}", blocks, even);
       s.kc = even;
     }
     if (pairs && s.kc % 2 != 0) {
       ++s.kc;
       evened += fmt::format("; k blocks of {}: an even number of bf16 pairs' halves", s.kc);
+    }
+    if (amx && s.kc % 32 != 0) {
+      s.kc = (s.kc + 31) / 32 * 32;
+      evened += fmt::format("; k blocks of {}: whole AMX tiles of the weights", s.kc);
     }
     if (!overrides.nc) {
       // Even pixel blocks, in whole panels, as few padded panels as possible: 784 = 7 x 112
@@ -474,10 +491,18 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
     // Both packs live on the stack of each call (the rule keeps the column block small).
     const int64_t rowsPacked = (g.c.M + s.mr - 1) / s.mr * s.mr;
     if ((rowsPacked * g.c.K + (s.kc > 0 ? s.kc : g.c.K) * s.nc) * 4 > kImplicitGemmStackBytes) continue;
-    tileImplicitGemm(p, candidate, g, s, pairs);
+    tileImplicitGemm(p, candidate, g, s, pairs, amx);
+    if (amx)
+      s.explanation = fmt::format(
+          "{}x{}x{}: C tile 32x32 = 2x2 AMX tiles of 16x16 f32 (+2 A tiles of 16x32 bf16, +2 B tiles of 32x16 bf16 = the 8 tile "
+          "registers; 4 tdpbf16ps of 16x16x32 per 4 tile loads); {}pixel blocks of {}; {}; {} threads",
+          g.c.M, g.c.N, g.c.K, s.kc > 0 ? fmt::format("k blocks of {}; ", s.kc) : "one k block (K <= 1024); ", s.nc, machine.source,
+          machine.threads);
     candidate.schedule =
         s.explanation + evened + "; implicit GEMM: weights packed whole once per call, input packed with its padding as zeros" +
-        (pairs ? fmt::format("; weights and input are bf16 on a CPU with AVX512-BF16: {}", kBf16PairsNote)
+        (amx    ? "; weights and input are bf16 on a CPU with AMX-BF16: packed as bf16 pairs along k in tile order, zeros past the k "
+                  "window to whole tiles of 32 steps, sums in f32"
+         : pairs ? fmt::format("; weights and input are bf16 on a CPU with AVX512-BF16: {}", kBf16PairsNote)
                : lowPrecisionNote(lowPrecisionName(p, g.c.rowOperand), lowPrecisionName(p, g.c.colOperand), ScheduleOverrides{}));
     k = std::move(candidate);
     ++tiled;

@@ -780,7 +780,10 @@ class KernelGen {
   // The row pack of an AMX tile (Pack::amx): for each panel, row and group of 16 pairs, the row's
   // 32 k steps are one 64-byte load (k is contiguous in the operand; steps past the window are
   // masked off as zeros) stored as one row of an A tile. Rows past the extent read the last row.
+  // An operand whose k is not plainly contiguous (an implicit GEMM's weights, indexed through the
+  // flattened reduction) is packed pair by pair instead: it is packed once per call.
   void packRowTilesAmx(const Pack& s) {
+    if (!unitStrideIn(p_.buffers[s.value.buffer], s.value.index, s.k.var)) return packRowTilesAmxByPairs(s);
     llvm::Value* i0 = index(s.base);
     KBounds kw = kBounds(s.k);
     const int64_t pairs = packedPairs(kw.length, true);
@@ -807,6 +810,39 @@ class KernelGen {
           llvm::Value* at = b_.CreateAdd(panel, b_.CreateAdd(b_.CreateMul(g, i64(s.panel * 16)), b_.CreateMul(r, i64(16))));
           b_.CreateAlignedStore(row, scratchAt(s.scratch, at), llvm::Align(64));
         });
+      });
+    });
+    vars_[s.k.var] = vars_[s.var] = nullptr;
+  }
+
+  // packRowTilesAmx, pair by pair: the pairs of the window (an odd last one ending in +0), then
+  // zero pairs to the end of the last group.
+  void packRowTilesAmxByPairs(const Pack& s) {
+    llvm::Value* i0 = index(s.base);
+    KBounds kw = kBounds(s.k);
+    const int64_t pairs = packedPairs(kw.length, true);
+    llvm::Value* filled = pairCount(kw);
+    llvm::Value* padded = b_.CreateMul(b_.CreateSDiv(b_.CreateAdd(filled, i64(15)), i64(16)), i64(16));
+    countedLoop(k_.varNames[s.var] + ".panel", i64(0), i64(s.count / s.panel), [&](llvm::Value* t) {
+      llvm::Value* panel = b_.CreateMul(t, i64(s.panel * pairs));
+      countedLoop(k_.varNames[s.var] + ".row", i64(0), i64(s.panel), [&](llvm::Value* r) {
+        llvm::Value* row = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(i0, b_.CreateAdd(b_.CreateMul(t, i64(s.panel)), r)),
+                                                    i64(s.extent - 1));
+        auto at = [&](llvm::Value* q) {
+          llvm::Value* group = b_.CreateMul(b_.CreateSDiv(q, i64(16)), i64(s.panel * 16));
+          return scratchAt(s.scratch, b_.CreateAdd(panel, b_.CreateAdd(group, b_.CreateAdd(b_.CreateMul(r, i64(16)), b_.CreateSRem(q, i64(16))))));
+        };
+        countedLoop(k_.varNames[s.k.var] + ".pairs", i64(0), filled, [&](llvm::Value* q) {
+          KPair kp = kPair(kw, q);
+          vars_[s.var] = row;
+          vars_[s.k.var] = kp.k0;
+          llvm::Value* lo = b_.CreateZExt(rawLoad(s.value), b_.getInt32Ty());
+          vars_[s.k.var] = kp.k1;
+          llvm::Value* hi = b_.CreateSelect(kp.inside, b_.CreateZExt(rawLoad(s.value), b_.getInt32Ty()), b_.getInt32(0));
+          b_.CreateAlignedStore(b_.CreateOr(lo, b_.CreateShl(hi, 16)), at(q), llvm::Align(4));
+        });
+        countedLoop(k_.varNames[s.k.var] + ".zero", filled, padded,
+                    [&](llvm::Value* q) { b_.CreateAlignedStore(b_.getInt32(0), at(q), llvm::Align(4)); });
       });
     });
     vars_[s.k.var] = vars_[s.var] = nullptr;
@@ -995,7 +1031,10 @@ class KernelGen {
 
     // The groups of 32 k steps (the packs hold zeros past the window up to the last group's end).
     llvm::Value* groups = b_.CreateSDiv(b_.CreateAdd(b_.CreateSub(kw.end, kw.start), i64(31)), i64(32));
-    llvm::Value* rowPanel = b_.CreateMul(index(s.blockRow), i64(pairs));
+    // A row pack of all of k (implicit GEMM) holds every group of it: the window's start at a
+    // whole group (k blocks of multiples of 32 steps).
+    llvm::Value* rowPanel = b_.CreateMul(index(s.blockRow), i64(s.rowPackWhole ? packedPairs(s.k.extent, true) : pairs));
+    llvm::Value* firstRowGroup = s.rowPackWhole ? b_.CreateSDiv(kw.start, i64(32)) : i64(0);
     llvm::Value* colPanel = b_.CreateMul(index(s.blockCol), i64(pairs));
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* header = llvm::BasicBlock::Create(ctx_, "groups.loop", fn_);
@@ -1014,7 +1053,9 @@ class KernelGen {
     b_.SetInsertPoint(body);
     std::vector<llvm::Value*> a(rowTiles), bt(nvec);
     for (int64_t r = 0; r < rowTiles; ++r)
-      a[r] = load(scratchAt(s.rowScratch, b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(g, i64(s.rows * 16)), i64(r * 16 * 16)))), 64);
+      a[r] = load(scratchAt(s.rowScratch, b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(b_.CreateAdd(firstRowGroup, g), i64(s.rows * 16)),
+                                                                              i64(r * 16 * 16)))),
+                  64);
     for (int64_t v = 0; v < nvec; ++v)
       bt[v] = load(scratchAt(s.colScratch, b_.CreateAdd(colPanel, b_.CreateAdd(b_.CreateMul(g, i64(16 * s.cols)), i64(v * 16)))), s.cols * 4);
     for (int64_t t = 0; t < tiles; ++t)

@@ -59,4 +59,29 @@ TEST_CASE("run: bf16 matmuls on AMX tiles, where the host has them, are within t
   }
 }
 
+TEST_CASE("run: bf16 convolutions on AMX tiles, where the host has them, are within the error bound", "[driver][run][amx]") {
+  if (!hostHasAmxBf16()) testsupport::skipTest("this host's CPU has no AMX tiles with bf16 products (amx_tile, amx_bf16)");
+  // Padded and strided, scale/bias and a max pool in the epilogue; C = 130: two k blocks of the
+  // weights packed whole (1170 terms).
+  Sandbox box;
+  const fs::path file = box.input(
+      "conv.tex",
+      "input I : bf16[2, 130, 14, 15]\ninput Wt : bf16[40, 130, 3, 3]\ninput scale : bf16[40]\ninput bias : bf16[40]\n"
+      "conv[n, k, y < 14, x < 15] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n"
+      "sb[n, k, y, x] = conv[n, k, y, x] * scale[k] + bias[k]\n"
+      "output pool[n, k, y < 7, x < 7] = max(dy < 2, dx < 2: sb[n, k, 2 * y + dy, 2 * x + dx])\n"
+      "output strided[n, k, y < 7, x < 8] = sum(c, r, s: I[n, c, 2 * y + r - 1, 2 * x + s - 1] * Wt[k, c, r, s])\n");
+  Result loops = runTexc(box, {"compile", file.string(), "--emit", "loops", "-o", "-"});
+  INFO(loops.describe());
+  REQUIRE(loops.status == 0);
+  CHECK(loops.out.find("32 k steps per tdpbf16ps") != std::string::npos);
+  Result run = runTexc(box, {"run", file.string(), "--random", "5", "--check", "--threads", "2"});
+  INFO(run.describe());
+  REQUIRE_FALSE(run.crashed);
+  CHECK(run.status == 0);
+  CHECK(run.out.find("pool: max abs error") != std::string::npos);
+  CHECK(run.out.find("strided: max abs error") != std::string::npos);
+  CHECK(run.out.find("beyond") == std::string::npos);
+}
+
 }  // namespace texc::drivertest

@@ -213,9 +213,11 @@ class KernelRun {
           // Pairs: both products of a pair, the even k step's first (the odd one may be the +0 pad).
           const int64_t q = (k - w.start) / 2, pairs = loops::packedPairs(w.length, t.amx);
           // A row pack of all of k holds its pairs from k = 0 (windows start even).
-          const int64_t rowAt = t.rowPackWhole ? blockRow * ((t.k.extent + 1) / 2) + k / 2 * t.rows + r
-                                : t.amx        ? blockRow * pairs + (q / 16) * t.rows * 16 + r * 16 + q % 16
-                                               : blockRow * pairs + q * t.rows + r;
+          const int64_t whole = loops::packedPairs(t.k.extent, t.amx);
+          const int64_t rowAt = t.rowPackWhole && t.amx ? blockRow * whole + (k / 32) * t.rows * 16 + r * 16 + (k / 2) % 16
+                                : t.rowPackWhole        ? blockRow * whole + k / 2 * t.rows + r
+                                : t.amx                 ? blockRow * pairs + (q / 16) * t.rows * 16 + r * 16 + q % 16
+                                                        : blockRow * pairs + q * t.rows + r;
           for (int64_t h = 0; h < 2; ++h)
             acc += scratchHalf(t.rowScratch, rowAt, h) * scratchHalf(t.colScratch, blockCol * pairs + q * t.cols + c, h);
         }

@@ -340,6 +340,42 @@ TEST_CASE("tile: bf16 convolutions on a CPU with vdpbf16ps: padded and strided p
   CHECK(printed.find("; bf16 pairs along k") != std::string::npos);
 }
 
+TEST_CASE("tile: bf16 convolutions on a CPU with AMX tiles: weights packed whole in tile order, windows at whole tiles", "[passes][tile][conv][amx]") {
+  // The weights are packed whole, once, in A tiles: a k block must start at a whole tile of them
+  // (k blocks of multiples of 32 steps); the input's padded, possibly strided pack pads each
+  // window with zero pairs to whole groups. 130 x 9 = 1170 terms: two k blocks (of at least 1024
+  // steps, evened out to 608 and 562: 19 and 18 groups, the last one padded).
+  loops::MachineInfo m = bf16DotMachine();
+  m.amxBf16 = true;
+  const SemanticsCase cases[] = {
+      {"bf16 conv 3x3 pad 1, C=31, 5x7",
+       "input I : bf16[2, 31, 5, 7]\ninput Wt : bf16[7, 31, 3, 3]\n"
+       "output O[n, k, y < 5, x < 7] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n"},
+      {"bf16 conv 3x3 stride 2 pad 1, C=5 (gathered pairs)",
+       "input I : bf16[2, 5, 13, 11]\ninput Wt : bf16[7, 5, 3, 3]\n"
+       "output O[n, k, y < 7, x < 6] = sum(c, r, s: I[n, c, 2 * y + r - 1, 2 * x + s - 1] * Wt[k, c, r, s])\n"},
+      {"bf16 conv 3x3 pad 1, C=130 (two k blocks), 4x5",
+       "input I : bf16[1, 130, 4, 5]\ninput Wt : bf16[3, 130, 3, 3]\n"
+       "output O[n, k, y < 4, x < 5] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n"},
+  };
+  loops::ScheduleOverrides kc40;
+  kc40.kc = 40;  // rounded up to 64: whole tiles of the weights
+  for (const SemanticsCase& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      checkTiledMatchesUntiled(c, {{"rule", {}}, {"kc = 40", kc40}}, 13, m, "32 k steps per tdpbf16ps");
+    }
+  }
+  Lowered l = lower("conv", cases[2].text);
+  loops::LoopProgram tiled = l.loops;
+  REQUIRE(loops::tileContractions(tiled, m, {}) == 1);
+  const std::string printed = loops::printLoopProgram(tiled);
+  INFO(printed);
+  CHECK(printed.find("k blocks evened out to 2 x 608") != std::string::npos);
+  loops::LoopProgram rounded = l.loops;
+  REQUIRE(loops::tileContractions(rounded, m, kc40) == 1);
+  CHECK(loops::printLoopProgram(rounded).find("k blocks of 64: whole AMX tiles of the weights") != std::string::npos);
+}
+
 TEST_CASE("tile: the implicit GEMM pads as few rows and pixel panels as it can", "[passes][tile][conv]") {
   // The bench's first shape: 64 output channels are 16 tiles of 4 rows (not 11 of 6 = 66 or 13
   // of 5 = 65), 3136 pixels 28 blocks of 112 (not 25 of 128 = 3200: 4 panels of padding).
