@@ -89,7 +89,9 @@ def matmul(m, n, k):
 def bf16_of(wl):
     """The same memory-bound workload over bf16 tensors (bench/workloads/NAME_bf16.tex): half the
     bytes (or, for a contraction, the bf16 dot-product peak as its limit); texc alone (with its --math=fast variant), to be read against the f32 row above it."""
-    out = dict(wl, name="bf16 " + wl["name"], tex=wl["tex"] + "_bf16", dtype="bf16", peers=[], tol=1e-2)
+    # oneDNN's bf16 convolution is the peer of the bf16 conv row; the others are texc alone.
+    out = dict(wl, name="bf16 " + wl["name"], tex=wl["tex"] + "_bf16", dtype="bf16",
+               peers=["dnnl"] if wl["tex"] == "conv" else [], tol=1e-2)
     if "bytes" in wl:
         out["bytes"] = wl["bytes"] // 2
     else:

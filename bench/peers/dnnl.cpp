@@ -5,6 +5,10 @@
 // because texc and the other peers read and write NCHW. Weights are reordered once, outside
 // the timing.
 //
+// conv_bf16: the same with input, weights, convolution and pool in bf16 (scale and bias f32
+// post-ops, f32 accumulation inside oneDNN); the f32 inputs (bf16 values exactly) are converted
+// outside the timing, the bf16 result is written back as f32.
+//
 // matmul_bf16: C = A B with A, B and C in bf16 (f32 accumulation inside oneDNN), all three in
 // the plain row-major layout texc is given, so that oneDNN packs B inside the timing as texc
 // does. The f32 inputs (bf16 values exactly) are converted to bf16 outside the timing; the bf16
@@ -60,27 +64,29 @@ int matmulBf16(const Args& a) {
   return 0;
 }
 
-}  // namespace
+std::vector<uint16_t> toBf16(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = toBf16(v[i]);
+  return out;
+}
 
-int main(int argc, char** argv) {
-  Args a = parseArgs(argc, argv);
-  if (a.workload == "matmul_bf16") return matmulBf16(a);
-  if (a.workload != "conv") {
-    std::fprintf(stderr, "dnnl: no workload '%s'\n", a.workload.c_str());
-    return 2;
-  }
+// conv + scale/bias + pool in `type` (f32 or bf16).
+int convPool(const Args& a, dt type) {
   Array I = input(a, "I"), Wt = input(a, "Wt"), scale = input(a, "scale"), bias = input(a, "bias");
   long N = I.shape[0], C = I.shape[1], H = I.shape[2], W = I.shape[3], K = Wt.shape[0];
   engine eng(engine::kind::cpu, 0);
   stream strm(eng);
 
+  const bool bf16 = type == dt::bf16;
+  std::vector<uint16_t> src16 = bf16 ? toBf16(I.data) : std::vector<uint16_t>{}, wei16 = bf16 ? toBf16(Wt.data) : std::vector<uint16_t>{};
   memory::dims srcDims{N, C, H, W}, weiDims{K, C, 3, 3}, convDims{N, K, H, W}, poolDims{N, K, H / 2, W / 2}, chanDims{1, K, 1, 1};
-  memory userSrc({srcDims, dt::f32, tag::nchw}, eng, I.data.data());
-  memory userWei({weiDims, dt::f32, tag::oihw}, eng, Wt.data.data());
+  memory userSrc({srcDims, type, tag::nchw}, eng, bf16 ? static_cast<void*>(src16.data()) : I.data.data());
+  memory userWei({weiDims, type, tag::oihw}, eng, bf16 ? static_cast<void*>(wei16.data()) : Wt.data.data());
   memory scaleMem({chanDims, dt::f32, tag::nchw}, eng, scale.data.data());
   memory biasMem({chanDims, dt::f32, tag::nchw}, eng, bias.data.data());
   Buffer out(N * K * (H / 2) * (W / 2));
-  memory userDst({poolDims, dt::f32, tag::nchw}, eng, out.p);
+  std::vector<uint16_t> out16(bf16 ? static_cast<size_t>(N * K * (H / 2) * (W / 2)) : 0);
+  memory userDst({poolDims, type, tag::nchw}, eng, bf16 ? static_cast<void*>(out16.data()) : out.p);
 
   post_ops po;
   po.append_binary(algorithm::binary_mul, scaleMem.get_desc());
@@ -88,11 +94,11 @@ int main(int argc, char** argv) {
   primitive_attr attr;
   attr.set_post_ops(po);
   convolution_forward::desc convDesc(prop_kind::forward_inference, algorithm::convolution_direct,
-                                     {srcDims, dt::f32, tag::any}, {weiDims, dt::f32, tag::any}, {convDims, dt::f32, tag::any},
+                                     {srcDims, type, tag::any}, {weiDims, type, tag::any}, {convDims, type, tag::any},
                                      {1, 1}, {1, 1}, {1, 1});
   convolution_forward::primitive_desc convPd(convDesc, attr, eng);
   pooling_forward::desc poolDesc(prop_kind::forward_inference, algorithm::pooling_max, convPd.dst_desc(),
-                                 {poolDims, dt::f32, tag::any}, {2, 2}, {2, 2}, {0, 0}, {0, 0});
+                                 {poolDims, type, tag::any}, {2, 2}, {2, 2}, {0, 0}, {0, 0});
   pooling_forward::primitive_desc poolPd(poolDesc, eng);
 
   memory convSrc = userSrc, convWei = userWei, poolDst = userDst;
@@ -125,6 +131,18 @@ int main(int argc, char** argv) {
         strm.wait();
       },
       info);
+  for (size_t i = 0; i < out16.size(); ++i) out.p[i] = fromBf16(out16[i]);
   writeNpy(a.out, out.p, poolDims);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = parseArgs(argc, argv);
+  if (a.workload == "matmul_bf16") return matmulBf16(a);
+  if (a.workload == "conv") return convPool(a, dt::f32);
+  if (a.workload == "conv_bf16") return convPool(a, dt::bf16);
+  std::fprintf(stderr, "dnnl: no workload '%s'\n", a.workload.c_str());
+  return 2;
 }
