@@ -380,7 +380,10 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       }
       // Both bf16 with AMX tiles as well: the micro-kernel is tdpbf16ps on 16x16 tiles, unless the
       // schedule file fixes the register tile (mr, nr), which asks for the vector micro-kernel.
-      const bool amx = pairable && s.pack && s.packA && machine.amxBf16 && !o.mr && !o.nr && contiguousInK(c.rowOperand, c.k);
+      // Its packs hold at least 32 rows or columns of a window: an unblocked k (the output cannot
+      // hold partial sums) longer than 16384 steps would overflow the 1 MiB of stack scratch.
+      const bool amx = pairable && s.pack && s.packA && machine.amxBf16 && !o.mr && !o.nr && contiguousInK(c.rowOperand, c.k) &&
+                       (s.kc > 0 || c.K <= 16384);
       if (amx) useAmxTiles(s, machine, c, o);
       s.explanation += lowered;
       if (!c.colContiguous)
