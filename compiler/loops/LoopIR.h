@@ -174,8 +174,7 @@ enum class PackSide : uint8_t { Rows, Columns };
 // Columns layout is otherwise the one above (16 columns of a group are a B tile: 16 rows of 16
 // pairs, P * 4 bytes apart); Rows keeps each group of a panel as rows of 16
 // consecutive pairs, scratch[(r / panel) * panel * L'' + (q / 16) * panel * 16 + (r % panel) * 16
-// + q % 16], so that 16 rows of one group are an A tile of 1 KiB, 64 bytes a row. A Rows pack
-// with `amx` needs the operand contiguous in k.
+// + q % 16], so that 16 rows of one group are an A tile of 1 KiB, 64 bytes a row.
 // 32-bit scratch elements per row or column of a bf16-pair pack for `steps` k steps: L', or L''
 // with `amx`.
 inline int64_t packedPairs(int64_t steps, bool amx) {

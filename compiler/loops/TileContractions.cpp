@@ -172,17 +172,6 @@ bool canBlockK(const LoopProgram& p, const Contraction& c) {
 // What the schedule line says of a contraction whose packs keep bf16 pairs.
 constexpr const char* kBf16PairsNote = "packed as bf16 pairs along k (not widened), two k steps per vdpbf16ps, sums in f32";
 
-// Whether `operand` is a load whose last index is k and whose others do not use it: its k steps
-// are consecutive in memory (an AMX A tile's rows are copied 64 bytes at a time).
-bool contiguousInK(const Expr& operand, int k) {
-  if (operand.kind != ExprKind::Load || operand.index.empty()) return false;
-  const IndexExpr& last = operand.index.back();
-  if (last.kind != IndexExpr::Kind::Var || last.var != k) return false;
-  for (size_t d = 0; d + 1 < operand.index.size(); ++d)
-    if (usesVar(operand.index[d], k)) return false;
-  return true;
-}
-
 // The schedule of a bf16 x bf16 matmul on AMX tiles, from the rule's blocks for bf16 pairs: the
 // register tile becomes 32x32, 2x2 accumulator tiles of 16x16 f32 beside 2 A tiles (16 rows x 32
 // k steps) and 2 B tiles (32 k steps x 16 columns), all 8 tile registers: 4 tdpbf16ps of 16x16x32
@@ -381,9 +370,9 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       // Both bf16 with AMX tiles as well: the micro-kernel is tdpbf16ps on 16x16 tiles, unless the
       // schedule file fixes the register tile (mr, nr), which asks for the vector micro-kernel.
       // Its packs hold at least 32 rows or columns of a window: an unblocked k (the output cannot
-      // hold partial sums) longer than 16384 steps would overflow the 1 MiB of stack scratch.
-      const bool amx = pairable && s.pack && s.packA && machine.amxBf16 && !o.mr && !o.nr && contiguousInK(c.rowOperand, c.k) &&
-                       (s.kc > 0 || c.K <= 16384);
+      // hold partial sums) longer than 16384 steps would overflow the 1 MiB of stack scratch. An
+      // A not contiguous in k (A^T B) is packed pair by pair (CodeGenLLVM's packRowTilesAmx).
+      const bool amx = pairable && s.pack && s.packA && machine.amxBf16 && !o.mr && !o.nr && (s.kc > 0 || c.K <= 16384);
       if (amx) useAmxTiles(s, machine, c, o);
       s.explanation += lowered;
       if (!c.colContiguous)

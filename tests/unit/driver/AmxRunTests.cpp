@@ -1,6 +1,7 @@
 // bf16 matmuls on AMX tiles (tdpbf16ps), run for real where the host has them: tails in every
-// dimension, k blocks, a bf16 output (partial sums in f32 scratch), an f32 one and A B^T (B's
-// pack gathers pairs along k), each within the error bound of `--check`. Elsewhere the test is skipped with its reason; the code itself is
+// dimension, k blocks, a bf16 output (partial sums in f32 scratch), an f32 one, A B^T (B's
+// pack gathers pairs along k) and B^T B (A packed pair by pair), each within the error bound of
+// `--check`. Elsewhere the test is skipped with its reason; the code itself is
 // checked on any host by tests/lit/tile/matmul-bf16-amx.tex (--cpu sapphirerapids).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -40,7 +41,8 @@ TEST_CASE("run: bf16 matmuls on AMX tiles, where the host has them, are within t
           "input A : bf16[{0}, {1}]\ninput B : bf16[{1}, {2}]\ninput Bt : bf16[{2}, {1}]\ninput u : f32\n"
           "output C[i, j] = sum(k: A[i, k] * B[k, j])\n"
           "output F[i, j] = sum(k: A[i, k] * B[k, j]) * u\n"
-          "output T[i, j] = sum(k: A[i, k] * Bt[j, k])\n",
+          "output T[i, j] = sum(k: A[i, k] * Bt[j, k])\n"
+          "output U[i, j] = sum(k: B[k, i] * B[k, j])\n",
           s.m, s.k, s.n);
       const fs::path file = box.input("amx.tex", text);
       Result loops = runTexc(box, {"compile", file.string(), "--emit", "loops", "-o", "-"});
@@ -54,6 +56,7 @@ TEST_CASE("run: bf16 matmuls on AMX tiles, where the host has them, are within t
       CHECK(run.out.find("C: max abs error") != std::string::npos);
       CHECK(run.out.find("F: max abs error") != std::string::npos);
       CHECK(run.out.find("T: max abs error") != std::string::npos);
+      CHECK(run.out.find("U: max abs error") != std::string::npos);
       CHECK(run.out.find("beyond") == std::string::npos);
     }
   }

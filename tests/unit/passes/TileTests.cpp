@@ -240,9 +240,10 @@ TEST_CASE("tile: bf16 x bf16 on a CPU with AMX tiles: 32x32 tiles, packs in tile
       checkTiledMatchesUntiled(c, {{"rule", {}}, {"kc = 64", kc64}}, 5, m, "32 k steps per tdpbf16ps");
     }
   }
-  // A not contiguous in k (A^T B), or a schedule file's register tile: the vdpbf16ps micro-kernel.
-  checkTiledMatchesUntiled({"bf16 A^T B", "input A : bf16[23, 17]\ninput B : bf16[23, 37]\noutput C[i, j] = sum(k: A[k, i] * B[k, j])\n"},
-                           {{"rule", {}}}, 5, m, "two k steps per vdpbf16ps");
+  // A not contiguous in k (A^T B): packed pair by pair, on the same tiles; a schedule file's
+  // register tile asks for the vdpbf16ps micro-kernel.
+  checkTiledMatchesUntiled({"bf16 A^T B", "input A : bf16[67, 17]\ninput B : bf16[67, 37]\noutput C[i, j] = sum(k: A[k, i] * B[k, j])\n"},
+                           {{"rule", {}}, {"kc = 64", kc64}}, 5, m, "32 k steps per tdpbf16ps");
   loops::ScheduleOverrides mr6;
   mr6.mr = 6;
   checkTiledMatchesUntiled(cases[0], {{"mr = 6", mr6}}, 5, m, "two k steps per vdpbf16ps");
