@@ -198,8 +198,8 @@ void useAmxTiles(TileSchedule& s, const MachineInfo& machine, const Contraction&
       "CPU with AMX-BF16: packed as bf16 pairs along k in tile order, zeros past the k window to whole tiles of 32 steps, sums in f32",
       c.M, c.N, c.K,
       s.kc > 0    ? fmt::format("k blocks of {}{}; ", s.kc, o.kc ? "" : " (>= 1024 steps: each block loads and stores the tiles' partial sums)")
-      : c.K > 32 ? "one k block (K <= 1024); "
-                  : "", s.mc, window, s.mc * window * 2 / 1024,
+      : c.K <= 1024 ? "one k block (K <= 1024); "
+                     : "one k block (the output cannot hold partial sums); ", s.mc, window, s.mc * window * 2 / 1024,
       s.kc > 0 && s.nc > 0 ? fmt::format("; B packed {} columns at a time ({} KiB)", s.nc, s.nc * window * 2 / 1024) : "",
       machine.source, machine.threads);
 }
