@@ -431,7 +431,6 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       s.mr = s.nr = 32;
       s.ku = 1;
       if (!overrides.kc && s.kc > 0 && s.kc < 1024) s.kc = g.c.K <= 1024 ? 0 : 1024;
-      if (!overrides.nc) s.nc = std::max<int64_t>(32, s.nc / 32 * 32);
     }
     if (!overrides.mr && !amx) {
       // Up to two rows fewer per tile when that pads fewer rows, but at least 4 rows (8

@@ -221,9 +221,7 @@ bool requestTileData() {
 
 bool amxUsable(const CpuTarget& cpu) {
   if (!cpu.has("amx-tile") || !cpu.has("amx-bf16")) return false;
-  const std::map<std::string, bool> host = hostFeatureMap();
-  const auto it = host.find("amx-tile");
-  const bool hostHasTiles = it != host.end() && it->second;
+  static const bool hostHasTiles = cpuTarget("host").has("amx-tile");
   return !hostHasTiles || requestTileData();
 }
 

@@ -915,16 +915,47 @@ class KernelGen {
     return address(st.buffer, st.index);
   }
 
-  // Rows past a tile's extent are left alone: each row's partial-sum load and store is guarded.
-  template <class Body>
-  void ifRowInside(llvm::Value* rowsIn, int64_t r, Body body) {
-    auto* then = llvm::BasicBlock::Create(ctx_, "row", fn_);
-    auto* next = llvm::BasicBlock::Create(ctx_, "row.end", fn_);
-    b_.CreateCondBr(b_.CreateICmpSLT(i64(r), rowsIn), then, next);
-    b_.SetInsertPoint(then);
-    body();
-    b_.CreateBr(next);
-    b_.SetInsertPoint(next);
+  // Copies the partial sums of earlier k blocks between where they live (partialSumAddress) and
+  // `slot(r, v)`, a vector of W floats per row r and vector v of the tile: into the slots when
+  // `load`, out of them otherwise. Rows past the extent are left alone (each row is guarded);
+  // columns past it are masked (0 when loaded).
+  template <class Slot>
+  void copyPartialSums(const Tile& s, const TileFrame& f, int64_t w, bool load, Slot slot) {
+    auto* vt = llvm::FixedVectorType::get(ft_, static_cast<unsigned>(w));
+    for (int64_t r = 0; r < s.rows; ++r) {
+      auto* then = llvm::BasicBlock::Create(ctx_, "row", fn_);
+      auto* next = llvm::BasicBlock::Create(ctx_, "row.end", fn_);
+      b_.CreateCondBr(b_.CreateICmpSLT(i64(r), f.rowsIn), then, next);
+      b_.SetInsertPoint(then);
+      for (int64_t v = 0; v < s.cols / w; ++v) {
+        llvm::Value* ptr = partialSumAddress(s, f.i0, f.j0, r, v * w);
+        llvm::Value* mask = f.outMasks[v];
+        if (load) {
+          llvm::Value* x = mask ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vt, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vt)))
+                                : b_.CreateAlignedLoad(vt, ptr, llvm::Align(4));
+          b_.CreateAlignedStore(x, slot(r, v), llvm::Align(4 * w));
+        } else {
+          llvm::Value* x = b_.CreateAlignedLoad(vt, slot(r, v), llvm::Align(4 * w));
+          if (mask) b_.CreateMaskedStore(x, ptr, llvm::Align(4), mask);
+          else b_.CreateAlignedStore(x, ptr, llvm::Align(4));
+        }
+      }
+      b_.CreateBr(next);
+      b_.SetInsertPoint(next);
+    }
+  }
+
+  // After a k block that is not the last: the partial sums go where the epilogue's store will
+  // go (copyPartialSums out of `slot`) and the tile ends; the code after this runs for the last.
+  template <class Slot>
+  void savePartialSumsUnlessLast(const Tile& s, const TileFrame& f, const KBounds& kw, int64_t w, Slot slot) {
+    auto* save = llvm::BasicBlock::Create(ctx_, "tile.save", fn_);
+    auto* last = llvm::BasicBlock::Create(ctx_, "tile.last", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLT(kw.end, i64(s.k.extent)), save, last);
+    b_.SetInsertPoint(save);
+    copyPartialSums(s, f, w, /*load=*/false, slot);
+    b_.CreateBr(f.done);
+    b_.SetInsertPoint(last);
   }
 
   // The epilogue of a tile whose sums are in `spill` (rows x cols f32), element by element over
@@ -975,8 +1006,7 @@ class KernelGen {
   void amxTile(const Tile& s) {
     constexpr int64_t w = 16;
     const int64_t nvec = s.cols / w, rowTiles = s.rows / 16, tiles = rowTiles * nvec;
-    auto* vt = llvm::FixedVectorType::get(ft_, w);
-    auto [i0, j0, rowsIn, colsIn, done, outMasks] = enterTile(s, w);
+    const TileFrame frame = enterTile(s, w);
     KBounds kw = kBounds(s.k);
     const int64_t pairs = packedPairs(kw.length, true);
     llvm::AllocaInst* spill = entryAlloca(ft_, s.rows * s.cols, "tile.c");
@@ -1001,16 +1031,7 @@ class KernelGen {
       auto* joined = llvm::BasicBlock::Create(ctx_, "tile.sums", fn_);
       b_.CreateCondBr(b_.CreateICmpSGT(kw.start, i64(0)), resume, start);
       b_.SetInsertPoint(resume);
-      for (int64_t r = 0; r < s.rows; ++r)
-        ifRowInside(rowsIn, r, [&] {
-          for (int64_t v = 0; v < nvec; ++v) {
-            llvm::Value* ptr = partialSumAddress(s, i0, j0, r, v * w);
-            llvm::Value* x = outMasks[v] ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vt, ptr, llvm::Align(4), outMasks[v],
-                                                                                        llvm::Constant::getNullValue(vt)))
-                                         : b_.CreateAlignedLoad(vt, ptr, llvm::Align(4));
-            b_.CreateAlignedStore(x, spillAt(r, v * w), llvm::Align(64));
-          }
-        });
+      copyPartialSums(s, frame, w, /*load=*/true, [&](int64_t r, int64_t v) { return spillAt(r, v * w); });
       std::vector<llvm::Value*> resumed(tiles), zeroed(tiles);
       for (int64_t t = 0; t < tiles; ++t) resumed[t] = load(accTileAt(t), s.cols * 4);
       llvm::BasicBlock* resumedEnd = b_.GetInsertBlock();
@@ -1065,27 +1086,10 @@ class KernelGen {
     b_.SetInsertPoint(exit);
     for (int64_t t = 0; t < tiles; ++t) b_.CreateCall(tileStore, {sixteenRows, rowBytes, accTileAt(t), i64(s.cols * 4), carried[t]});
 
-    if (partialSums) {
-      // Not the last k block: store the partial sums where the epilogue's store will go.
-      auto* save = llvm::BasicBlock::Create(ctx_, "tile.save", fn_);
-      auto* last = llvm::BasicBlock::Create(ctx_, "tile.last", fn_);
-      b_.CreateCondBr(b_.CreateICmpSLT(kw.end, i64(s.k.extent)), save, last);
-      b_.SetInsertPoint(save);
-      for (int64_t r = 0; r < s.rows; ++r)
-        ifRowInside(rowsIn, r, [&] {
-          for (int64_t v = 0; v < nvec; ++v) {
-            llvm::Value* ptr = partialSumAddress(s, i0, j0, r, v * w);
-            llvm::Value* x = b_.CreateAlignedLoad(vt, spillAt(r, v * w), llvm::Align(64));
-            if (outMasks[v]) b_.CreateMaskedStore(x, ptr, llvm::Align(4), outMasks[v]);
-            else b_.CreateAlignedStore(x, ptr, llvm::Align(4));
-          }
-        });
-      b_.CreateBr(done);
-      b_.SetInsertPoint(last);
-    }
-    tileEpilogue(s, spill, i0, j0, rowsIn, colsIn);
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+    if (partialSums) savePartialSumsUnlessLast(s, frame, kw, w, [&](int64_t r, int64_t v) { return spillAt(r, v * w); });
+    tileEpilogue(s, spill, frame.i0, frame.j0, frame.rowsIn, frame.colsIn);
+    b_.CreateBr(frame.done);
+    b_.SetInsertPoint(frame.done);
   }
 
   // tile: rows x cols accumulators, each row `cols / W` vectors, kept in registers across the k
@@ -1097,11 +1101,10 @@ class KernelGen {
     const int64_t w = laneCount(s.cols);
     const int64_t nvec = s.cols / w;
     auto* vt = llvm::FixedVectorType::get(ft_, static_cast<unsigned>(w));
-    auto [i0, j0, rowsIn, colsIn, done, outMasks] = enterTile(s, w);
+    const TileFrame frame = enterTile(s, w);
+    const auto& [i0, j0, rowsIn, colsIn, done, outMasks] = frame;
     KBounds kw = kBounds(s.k);
     const bool ragged = s.colExtent % s.cols != 0;
-    auto outputVector = [&](int64_t r, int64_t v) { return partialSumAddress(s, i0, j0, r, v * w); };
-    auto forRowsInside = [&](int64_t r, auto body) { ifRowInside(rowsIn, r, body); };
 
     std::vector<llvm::AllocaInst*> accs;
     for (int64_t a = 0; a < s.rows * nvec; ++a) {
@@ -1125,17 +1128,7 @@ class KernelGen {
       auto* start = llvm::BasicBlock::Create(ctx_, "tile.start", fn_);
       b_.CreateCondBr(b_.CreateICmpSGT(kw.start, i64(0)), resume, start);
       b_.SetInsertPoint(resume);
-      for (int64_t r = 0; r < s.rows; ++r)
-        forRowsInside(r, [&] {
-          for (int64_t v = 0; v < nvec; ++v) {
-            llvm::Value* ptr = outputVector(r, v);
-            llvm::Value* x = outMasks[v]
-                                 ? static_cast<llvm::Value*>(
-                                       b_.CreateMaskedLoad(vt, ptr, llvm::Align(4), outMasks[v], llvm::Constant::getNullValue(vt)))
-                                 : b_.CreateAlignedLoad(vt, ptr, llvm::Align(4));
-            b_.CreateStore(x, accs[r * nvec + v]);
-          }
-        });
+      copyPartialSums(s, frame, w, /*load=*/true, [&](int64_t r, int64_t v) { return accs[r * nvec + v]; });
       b_.CreateBr(start);
       b_.SetInsertPoint(start);
     }
@@ -1228,24 +1221,7 @@ class KernelGen {
     }
     vars_[s.k.var] = nullptr;
 
-    if (partialSums) {
-      // Not the last k block: store the partial sums where the epilogue's store will go.
-      auto* save = llvm::BasicBlock::Create(ctx_, "tile.save", fn_);
-      auto* last = llvm::BasicBlock::Create(ctx_, "tile.last", fn_);
-      b_.CreateCondBr(b_.CreateICmpSLT(kw.end, i64(s.k.extent)), save, last);
-      b_.SetInsertPoint(save);
-      for (int64_t r = 0; r < s.rows; ++r)
-        forRowsInside(r, [&] {
-          for (int64_t v = 0; v < nvec; ++v) {
-            llvm::Value* ptr = outputVector(r, v);
-            llvm::Value* x = b_.CreateLoad(vt, accs[r * nvec + v]);
-            if (outMasks[v]) b_.CreateMaskedStore(x, ptr, llvm::Align(4), outMasks[v]);
-            else b_.CreateAlignedStore(x, ptr, llvm::Align(4));
-          }
-        });
-      b_.CreateBr(done);
-      b_.SetInsertPoint(last);
-    }
+    if (partialSums) savePartialSumsUnlessLast(s, frame, kw, w, [&](int64_t r, int64_t v) { return accs[r * nvec + v]; });
 
     // The epilogue, element by element over the part of the tile inside the extents.
     llvm::AllocaInst* spill = entryAlloca(ft_, s.rows * s.cols, "tile.c");

@@ -25,6 +25,21 @@ bool hostHasAmxBf16() {
   return false;
 }
 
+// Compiles `file` (its loops must be on AMX tiles), runs it with --check on 2 threads, and
+// requires an error line within the bound for every output in `outputs`.
+void checkAmxRun(const Sandbox& box, const fs::path& file, const std::string& seed, std::initializer_list<const char*> outputs) {
+  Result loops = runTexc(box, {"compile", file.string(), "--emit", "loops", "-o", "-"});
+  INFO(loops.describe());
+  REQUIRE(loops.status == 0);
+  CHECK(loops.out.find("32 k steps per tdpbf16ps") != std::string::npos);
+  Result run = runTexc(box, {"run", file.string(), "--random", seed, "--check", "--threads", "2"});
+  INFO(run.describe());
+  REQUIRE_FALSE(run.crashed);
+  CHECK(run.status == 0);
+  for (const char* name : outputs) CHECK(run.out.find(std::string(name) + ": max abs error") != std::string::npos);
+  CHECK(run.out.find("beyond") == std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("run: bf16 matmuls on AMX tiles, where the host has them, are within the error bound", "[driver][run][amx]") {
@@ -44,20 +59,7 @@ TEST_CASE("run: bf16 matmuls on AMX tiles, where the host has them, are within t
           "output T[i, j] = sum(k: A[i, k] * Bt[j, k])\n"
           "output U[i, j] = sum(k: B[k, i] * B[k, j])\n",
           s.m, s.k, s.n);
-      const fs::path file = box.input("amx.tex", text);
-      Result loops = runTexc(box, {"compile", file.string(), "--emit", "loops", "-o", "-"});
-      INFO(loops.describe());
-      REQUIRE(loops.status == 0);
-      CHECK(loops.out.find("32 k steps per tdpbf16ps") != std::string::npos);
-      Result run = runTexc(box, {"run", file.string(), "--random", "3", "--check", "--threads", "2"});
-      INFO(run.describe());
-      REQUIRE_FALSE(run.crashed);
-      CHECK(run.status == 0);
-      CHECK(run.out.find("C: max abs error") != std::string::npos);
-      CHECK(run.out.find("F: max abs error") != std::string::npos);
-      CHECK(run.out.find("T: max abs error") != std::string::npos);
-      CHECK(run.out.find("U: max abs error") != std::string::npos);
-      CHECK(run.out.find("beyond") == std::string::npos);
+      checkAmxRun(box, box.input("amx.tex", text), "3", {"C", "F", "T", "U"});
     }
   }
 }
@@ -74,17 +76,7 @@ TEST_CASE("run: bf16 convolutions on AMX tiles, where the host has them, are wit
       "sb[n, k, y, x] = conv[n, k, y, x] * scale[k] + bias[k]\n"
       "output pool[n, k, y < 7, x < 7] = max(dy < 2, dx < 2: sb[n, k, 2 * y + dy, 2 * x + dx])\n"
       "output strided[n, k, y < 7, x < 8] = sum(c, r, s: I[n, c, 2 * y + r - 1, 2 * x + s - 1] * Wt[k, c, r, s])\n");
-  Result loops = runTexc(box, {"compile", file.string(), "--emit", "loops", "-o", "-"});
-  INFO(loops.describe());
-  REQUIRE(loops.status == 0);
-  CHECK(loops.out.find("32 k steps per tdpbf16ps") != std::string::npos);
-  Result run = runTexc(box, {"run", file.string(), "--random", "5", "--check", "--threads", "2"});
-  INFO(run.describe());
-  REQUIRE_FALSE(run.crashed);
-  CHECK(run.status == 0);
-  CHECK(run.out.find("pool: max abs error") != std::string::npos);
-  CHECK(run.out.find("strided: max abs error") != std::string::npos);
-  CHECK(run.out.find("beyond") == std::string::npos);
+  checkAmxRun(box, file, "5", {"pool", "strided"});
 }
 
 }  // namespace texc::drivertest
