@@ -582,6 +582,12 @@ void checkSpecials(MathMode mode) {
     const double tiny = f64 ? -740.0 : -100.0;
     cases.push_back({MathFn::Exp, tiny, static_cast<double>(static_cast<T>(expl(tiny)))});
     cases.push_back({MathFn::Sigmoid, tiny, static_cast<double>(static_cast<T>(expl(tiny)))});
+    // Either side of the limit below which exp is +0 by a select (VectorMath.cpp, expFloat):
+    // exactly +0 at it, the nearest subnormals just above it.
+    const double limit = f64 ? -746.0 : -104.0, above = f64 ? -744.0 : -103.9;
+    cases.push_back({MathFn::Exp, limit, 0.0});
+    cases.push_back({MathFn::Exp, std::nextafter(limit, -kInf), 0.0});
+    cases.push_back({MathFn::Exp, above, static_cast<double>(static_cast<T>(expl(above)))});
   } else {
     // The fast forms' flush to zero (docs/vector-math.md).
     cases.push_back({MathFn::Exp, -88.0, 0.0});
