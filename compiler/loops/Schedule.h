@@ -99,6 +99,7 @@ struct ScheduleOverrides {
   std::optional<int64_t> ku;   // k steps per micro-kernel loop iteration
   std::optional<bool> pack;    // pack B panels
   std::optional<bool> packA;   // pack A blocks (key pack_a)
+  std::optional<bool> packPanels;  // implicit GEMM: pack the input panel by panel (key pack_panels)
   std::optional<bool> columnsOuter;  // key order: columns (true) or rows (false)
   std::optional<ConvMode> conv;      // key conv, or --conv
 };
@@ -112,6 +113,7 @@ struct TileSchedule {
   bool pack = false;
   bool packA = false;
   bool columnsOuter = false;  // column blocks outermost: B packed once, A once per column block
+  bool packPerPanel = false;  // implicit GEMM: the input packed one panel at a time, before its tiles
   std::string explanation;  // the rule's arithmetic, in one line
 };
 

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <tuple>
 
 #include "LoopInterpreter.h"
 #include <algorithm>
@@ -302,6 +303,9 @@ std::vector<std::pair<std::string, loops::ScheduleOverrides>> convSchedules() {
   loops::ScheduleOverrides im2col;
   im2col.conv = loops::ConvMode::Im2col;
   out.push_back({"--conv=im2col: the whole patch matrix first", im2col});
+  loops::ScheduleOverrides panels = narrow;
+  panels.packPanels = true;
+  out.push_back({"pack_panels = on: the input packed panel by panel", panels});
   return out;
 }
 
@@ -375,6 +379,37 @@ TEST_CASE("tile: bf16 convolutions on a CPU with AMX tiles: weights packed whole
   loops::LoopProgram rounded = l.loops;
   REQUIRE(loops::tileContractions(rounded, m, kc40) == 1);
   CHECK(loops::printLoopProgram(rounded).find("k blocks of 64: whole AMX tiles of the weights") != std::string::npos);
+}
+
+TEST_CASE("tile: with 16-float vectors the implicit GEMM packs its input panel by panel, before the panel's tiles", "[passes][tile][conv]") {
+  // The panel (nr pixels by the k window) stays in L1 for the tiles of all the output channels
+  // that read it; the block's pixel loop, and so the fused pool's binding, is unchanged.
+  Lowered l = lower("56x56", "input I : f32[1, 64, 56, 56]\ninput Wt : f32[64, 64, 3, 3]\n"
+                             "output O[n, k, y < 56, x < 56] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n");
+  loops::MachineInfo avx512 = bf16DotMachine();
+  avx512.bf16Dot = false;
+  loops::LoopProgram tiled = l.loops;
+  REQUIRE(loops::tileContractions(tiled, avx512, {}) == 1);
+  std::string text = loops::printLoopProgram(tiled);
+  INFO(text);
+  CHECK(text.find("input packed panel by panel, just before its tiles") != std::string::npos);
+  const size_t panels = text.find("for yx_t <"), pack = text.find("pack s1["), tiles = text.find("for k_t <");
+  REQUIRE(panels != std::string::npos);
+  REQUIRE(pack != std::string::npos);
+  CHECK(panels < pack);
+  CHECK(pack < tiles);
+  CHECK(text.find("[yx < 32]") != std::string::npos);  // one panel's columns, no panel split
+  // pack_panels = off keeps the block's pack before the panel loop; AVX2 code keeps it too.
+  loops::ScheduleOverrides off;
+  off.packPanels = false;
+  for (const auto& [what, machine, overrides] : {std::tuple{"pack_panels = off", avx512, off}, std::tuple{"AVX2", avx2Machine(), loops::ScheduleOverrides{}}}) {
+    INFO(what);
+    loops::LoopProgram blocks = l.loops;
+    REQUIRE(loops::tileContractions(blocks, machine, overrides) == 1);
+    text = loops::printLoopProgram(blocks);
+    CHECK(text.find("panel by panel") == std::string::npos);
+    CHECK(text.find("pack s1[") < text.find("for yx_t <"));
+  }
 }
 
 TEST_CASE("tile: the implicit GEMM pads as few rows and pixel panels as it can", "[passes][tile][conv]") {
@@ -609,7 +644,7 @@ TEST_CASE("tile: schedule files", "[passes][tile]") {
     return loops::parseScheduleText(text, x);
   };
   CHECK(error("mr 6\n") == "line 1: expected 'key = value', got 'mr 6'");
-  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, ku, mc, kc, nc, pack, pack_a, order or conv)");
+  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, ku, mc, kc, nc, pack, pack_a, pack_panels, order or conv)");
   loops::ScheduleOverrides unroll;
   CHECK(loops::parseScheduleText("ku = 4\n", unroll) == "");
   CHECK(unroll.ku == 4);
