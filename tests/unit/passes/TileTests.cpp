@@ -412,6 +412,44 @@ TEST_CASE("tile: with 16-float vectors the implicit GEMM packs its input panel b
   }
 }
 
+TEST_CASE("tile: pixel blocks that are the parallel loop come in a multiple of the threads", "[passes][tile][conv]") {
+  // 98 panels of 32 pixels: 7 blocks of 14 would leave one of 2 threads a block alone; 14 blocks
+  // of 7 pad no more panels. One thread keeps 7; a batch loop longer than the blocks is the
+  // parallel loop instead, and its blocks stay as they are.
+  const char* one = "input I : f32[1, 64, 56, 56]\ninput Wt : f32[64, 64, 3, 3]\n"
+                    "output O[n, k, y < 56, x < 56] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n";
+  loops::MachineInfo avx512 = bf16DotMachine();
+  avx512.bf16Dot = false;
+  avx512.l1Bytes = 48 * 1024;  // as the Sapphire Rapids class host: k blocks of 192, blocks of 448 pixels
+  for (int threads : {1, 2, 3}) {
+    INFO(threads << " threads");
+    avx512.threads = threads;
+    Lowered l = lower("56x56", one);
+    REQUIRE(loops::tileContractions(l.loops, avx512, {}) == 1);
+    const std::string text = loops::printLoopProgram(l.loops);
+    INFO(text);
+    if (threads == 2) {
+      CHECK(text.find("14 pixel blocks rather than 7, a multiple of the 2 threads") != std::string::npos);
+      CHECK(text.find("for yx_c < 14 parallel") != std::string::npos);
+    } else if (threads == 3) {
+      // 9 blocks of 11 panels would pad one panel (99), 12 of 9 ten: the 7 stay.
+      CHECK(text.find("a multiple of the") == std::string::npos);
+      CHECK(text.find("for yx_c < 7 parallel") != std::string::npos);
+    } else {
+      CHECK(text.find("a multiple of the") == std::string::npos);
+      CHECK(text.find("for yx_c < 7 parallel") != std::string::npos);
+    }
+  }
+  avx512.threads = 2;
+  Lowered batch = lower("8 images", "input I : f32[8, 64, 56, 56]\ninput Wt : f32[64, 64, 3, 3]\n"
+                                    "output O[n, k, y < 56, x < 56] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n");
+  REQUIRE(loops::tileContractions(batch.loops, avx512, {}) == 1);
+  const std::string text = loops::printLoopProgram(batch.loops);
+  INFO(text);
+  CHECK(text.find("a multiple of the") == std::string::npos);
+  CHECK(text.find("for n < 8 parallel") != std::string::npos);
+}
+
 TEST_CASE("tile: the implicit GEMM pads as few rows and pixel panels as it can", "[passes][tile][conv]") {
   // The bench's first shape: 64 output channels are 16 tiles of 4 rows (not 11 of 6 = 66 or 13
   // of 5 = 65), 3136 pixels 28 blocks of 112 (not 25 of 128 = 3200: 4 panels of padding).
