@@ -219,6 +219,31 @@ TEST_CASE("e2e harness: error bounds of sums, exact operations and uncertain dec
   CHECK(ref[q.findTensor("e")].data == qr.values[q.findTensor("e")].data);
 }
 
+// A result stored as f16 (or bf16) below the type's smallest normal rounds to a fixed spacing
+// (f16: 2^-24), so its error is up to half of that, not half an ulp of the value: x * x for
+// x = -5.4216e-4 is 4.93 * 2^-24 and the store makes it 5 * 2^-24, 1.4 % away. Found by the random
+// program generator (seed 13217, shrunk), whose reference had bounded it by 2^-11 of the value.
+TEST_CASE("e2e harness: f16 and bf16 stores of subnormal results are bounded by half the smallest subnormal", "[e2e][harness]") {
+  Program p = analyzeText(
+      "input x : f16[2]\n"
+      "input w : f64[1]\n"
+      "input h : bf16[2]\n"
+      "t = x * x\n"
+      "output y[i] = w[0] * t[i]\n"
+      "b = h * 1e-39\n"
+      "output z[i] = b[i] + 0\n");
+  const double x0 = -0x1.1c4p-11;  // -5.4216e-4, an f16 value; x0 * x0 = 4.93 * 2^-24
+  std::vector<RefTensor> in = {{{2}, {x0, 0.5}}, {{1}, {-0.889}}, {{2}, {0.75, 0.5}}};
+  BoundResult r = evaluateBounds(p, in);
+  const double stored = 5 * 0x1p-24;  // what an f16 store of x0 * x0 holds (F16C's vcvtps2ph)
+  const double err = std::fabs(-0.889 * stored - r.values[p.findTensor("y")].data[0]);
+  CHECK(err > 0x1p-11 * std::fabs(r.values[p.findTensor("y")].data[0]));  // beyond the relative bound alone
+  CHECK(r.bounds[p.findTensor("t")][0] >= 0x1p-25);
+  CHECK(r.bounds[p.findTensor("y")][0] >= err);
+  // bf16 keeps f32's exponent range: its subnormals are 2^-133 apart.
+  CHECK(r.bounds[p.findTensor("z")][0] >= 0x1p-134);
+}
+
 // --math=fast lets a sum of products of two f32 tensors run on TF32 tensor cores (CUDA): each
 // product carries 2^-10 + 2^-22 of its magnitude on top of the sum's roundings. Other sums, and
 // products with an f16 operand (exact in TF32), are charged as in precise mode.
