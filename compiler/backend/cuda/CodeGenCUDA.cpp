@@ -403,8 +403,8 @@ class KernelGen {
       case ExprKind::Unary: return fmt::format("({}{})", e.unaryOp == UnaryOp::Neg ? "-" : "!", expr(e.args[0], loads));
       case ExprKind::Binary: {
         if (e.binaryOp == BinaryOp::Mod) throw std::logic_error("'%' reached code generation");
-        if (e.binaryOp == BinaryOp::Div && e.args[1].kind == ExprKind::AccRead && rcpAccs_.count(e.args[1].acc))
-          return fmt::format("({} * rcp{})", expr(e.args[0], loads), e.args[1].acc);
+        if (e.binaryOp == BinaryOp::Div && e.args[1].kind == ExprKind::AccRead && rcpNames_.count(e.args[1].acc))
+          return fmt::format("({} * {})", expr(e.args[0], loads), rcpNames_.at(e.args[1].acc));
         const char* op = e.binaryOp == BinaryOp::And ? "&&" : e.binaryOp == BinaryOp::Or ? "||" : spelling(e.binaryOp);
         return fmt::format("({} {} {})", expr(e.args[0], loads), op, expr(e.args[1], loads));
       }
@@ -780,7 +780,7 @@ class KernelGen {
     for (size_t n = t.keyStmt + 1; n < inner.size(); ++n) post.push_back(&inner[n]);
     hoistReciprocals(post, 2, out);
     for (const Stmt* st : post) stmt(*st, 2, out);
-    rcpAccs_.clear();
+    rcpNames_.clear();
     on_.clear();
     out += fmt::format("    if (active) {{\n#pragma unroll\n      for (int u = 0; u < {}; ++u) {}[{}] = {}[u];\n    }}\n", perLane,
                        bufferName(k_.outputBuffer), rowOffset(k_.outputBuffer, col), rowRegs_[k_.outputBuffer]);
@@ -919,7 +919,7 @@ class KernelGen {
           bind(nest, "e", 3, out);
           for (const Stmt& st : innermostBody(nest)) stmt(st, 3, out);
         }
-        rcpAccs_.clear();
+        rcpNames_.clear();
         out += "    }\n";
       }
       if (sy.accs.empty()) continue;
@@ -991,8 +991,13 @@ class KernelGen {
     }
     for (int acc : divisors) {
       if (written.count(acc)) continue;
-      out += fmt::format("{}const {} rcp{} = {} / acc{};\n", std::string(2 * depth, ' '), t_, acc, literal(1), acc);
-      rcpAccs_.insert(acc);
+      // A later phase of the same row may hoist it again (the row-block kernel's phases share
+      // one scope): each hoist gets a name of its own, and the divisions after it use that one.
+      std::string name = fmt::format("rcp{}", acc);
+      for (int n = 2; declaredRcps_.count(name); ++n) name = fmt::format("rcp{}_{}", acc, n);
+      declaredRcps_.insert(name);
+      out += fmt::format("{}const {} {} = {} / acc{};\n", std::string(2 * depth, ' '), t_, name, literal(1), acc);
+      rcpNames_[acc] = name;
     }
   }
 
@@ -1451,7 +1456,8 @@ class KernelGen {
   mutable std::string laneCounter_;
   mutable int stagedCopies_ = 0;  // splitLoop's register copies of staged elements, numbered
   std::string on_;
-  mutable std::set<int> rcpAccs_;  // accumulators whose reciprocal the code in print has hoisted
+  mutable std::map<int, std::string> rcpNames_;  // accumulators whose reciprocal the code in print has hoisted, and its name
+  mutable std::set<std::string> declaredRcps_;    // the names hoisted in the kernel so far
 
   const LoopProgram& p_;
   const Kernel& k_;
