@@ -246,6 +246,9 @@ constexpr int64_t kImplicitGemmStackBytes = 2 << 20;
 //     for kc blocks
 //       pack s1[k in window][j < nc in panels of nr] = I[..] (0 where padded)
 //       for jt: for it: tile mr x nr
+//
+// or, with s.packPerPanel, the pack of one panel inside the panel loop:
+//       for jt { pack s1[k in window][j < nr] = I[..]; for it: tile mr x nr }
 void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const TileSchedule& s, bool bf16Pairs, bool amx) {
   const Contraction& c = g.c;
   auto newVar = [&](const std::string& name) {
