@@ -193,6 +193,7 @@ struct Pack {
   KWindow k;
   Expr value;
   std::vector<GuardCond> padding;  // Columns only
+  int64_t lanes = 8;  // padded packs: values per vector load (the target's f32 lanes, 8 or 16)
   bool bf16Pairs = false;
   bool amx = false;
 };

@@ -114,6 +114,7 @@ struct TileSchedule {
   bool packA = false;
   bool columnsOuter = false;  // column blocks outermost: B packed once, A once per column block
   bool packPerPanel = false;  // implicit GEMM: the input packed one panel at a time, before its tiles
+  int64_t packLanes = 8;      // implicit GEMM: f32 lanes per vector of the input's padded pack
   std::string explanation;  // the rule's arithmetic, in one line
 };
 

@@ -290,6 +290,7 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   Stmt colPackStmt = perPanel ? columnPack(tile, colScratch, sum(affineIndex(s.nc, jc, 0), affineIndex(s.nr, jt, 0)), s.nr, s.nr)
                               : columnPack(tile, colScratch, affineIndex(s.nc, jc, 0), s.nc, s.nr);
   colPackStmt.as<Pack>().padding = g.padding;
+  colPackStmt.as<Pack>().lanes = s.packLanes;
   Stmt rowPackStmt = rowPack(tile, rowScratch, IndexExpr::makeConst(0), rowsPacked, /*allOfK=*/true);
   colPackStmt.as<Pack>().bf16Pairs = rowPackStmt.as<Pack>().bf16Pairs = bf16Pairs;
   colPackStmt.as<Pack>().amx = rowPackStmt.as<Pack>().amx = amx;
@@ -469,6 +470,30 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       s.kc = (s.kc + 31) / 32 * 32;
       evened += fmt::format("; k blocks of {}: whole AMX tiles of the weights", s.kc);
     }
+    // With 16-float vectors and f32 packs, the input is packed one panel (nr pixels, the k
+    // window) at a time, just before the tiles that read it: the panel (<= L1/2) stays in L1,
+    // where the block's pack wrote the whole block out through L2 and the tiles read each panel
+    // back. Measured on a Sapphire Rapids class Xeon, 1 thread: conv (1, 64, 64, 56, 56)
+    // 1.53-1.61 -> 1.37-1.53 ms, (8, 64, 128, 28, 28) 6.18-6.34 -> 5.76-5.88 ms, the same bits.
+    // Not with AVX2 code (on that host --cpu haswell was 0-8 % slower: twice the pack calls for
+    // half the panel), nor for bf16 pairs (AMX: 0.38 -> 0.57 ms, each call pads to whole tiles).
+    s.packPerPanel = overrides.packPanels.value_or(machine.vectorFloats == 16 && !pairs);
+    const int64_t rowsPacked = (g.c.M + s.mr - 1) / s.mr * s.mr;
+    if (s.packPerPanel && !overrides.nc && s.kc > 0 && !lowPrecisionOutput(p, g.c)) {
+      // No block of the input is packed then, so the pixel block is bounded by what stays in L2
+      // between its k blocks instead: its partial sums, all rows, at most a quarter of L2 (kept
+      // in the output; beside an f16/bf16 output they would be stack scratch, so not there). An
+      // image of 784 pixels is then one block of 25 panels rather than 2 of 13 (26 panels' work,
+      // and blocks of 14.9 rows, which a fused pool cannot bind): conv (8, 64, 128, 28, 28),
+      // 1 thread, 5.09-5.43 -> 4.61-5.10 ms, 2 threads 2.89-2.96 -> 2.76-2.83 ms, the pool fused.
+      const int64_t blockPanels = std::max<int64_t>(1, machine.l2Bytes / 4 / (4 * rowsPacked * s.nr));
+      const int64_t panels = (g.c.N + s.nr - 1) / s.nr;
+      const int64_t nc = std::min(blockPanels, panels) * s.nr;
+      if (nc != s.nc)
+        evened += fmt::format("; pixel blocks of up to {} (their partial sums, {} x {} floats, <= L2/4: the input is packed panel by panel)",
+                              nc, rowsPacked, nc);
+      s.nc = nc;
+    }
     if (!overrides.nc) {
       // Even pixel blocks, in whole panels, as few padded panels as possible: 784 = 7 x 112
       // rather than 6 x 128 + 16, whose last block packs 128 columns for 16; 3136 = 28 x 112
@@ -505,16 +530,13 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       s.nc = even;
     }
     // Both packs live on the stack of each call (the rule keeps the column block small).
-    const int64_t rowsPacked = (g.c.M + s.mr - 1) / s.mr * s.mr;
-    if ((rowsPacked * g.c.K + (s.kc > 0 ? s.kc : g.c.K) * s.nc) * 4 > kImplicitGemmStackBytes) continue;
-    // With 16-float vectors and f32 packs, the input is packed one panel (nr pixels, the k
-    // window) at a time, just before the tiles that read it: the panel (<= L1/2) stays in L1,
-    // where the block's pack wrote the whole block out through L2 and the tiles read each panel
-    // back. Measured on a Sapphire Rapids class Xeon, 1 thread: conv (1, 64, 64, 56, 56)
-    // 1.53-1.61 -> 1.37-1.53 ms, (8, 64, 128, 28, 28) 6.18-6.34 -> 5.76-5.88 ms, the same bits.
-    // Not with AVX2 code (on that host --cpu haswell was 0-8 % slower: twice the pack calls for
-    // half the panel), nor for bf16 pairs (AMX: 0.38 -> 0.57 ms, each call pads to whole tiles).
-    s.packPerPanel = overrides.packPanels.value_or(machine.vectorFloats == 16 && !pairs);
+    if ((rowsPacked * g.c.K + (s.kc > 0 ? s.kc : g.c.K) * (s.packPerPanel ? s.nr : s.nc)) * 4 > kImplicitGemmStackBytes) continue;
+    // The padded pack loads the input 16 floats at a time with AVX-512 (its lane masks are mask
+    // registers), 8 with AVX2 (one register of 32-bit masks, which LLVM would otherwise narrow
+    // to bytes and back between the compares and the masked loads). Measured with AVX-512 on a
+    // Sapphire Rapids class Xeon, 1 thread: conv (1, 64, 64, 56, 56) 1.15-1.31 -> 1.11-1.23 ms,
+    // (8, 64, 128, 28, 28) 5.20-5.32 -> 5.10-5.15 ms (pack 9.6 -> 7.9 % of the samples).
+    s.packLanes = machine.vectorFloats == 16 ? 16 : 8;
     if (s.packPerPanel) evened += "; input packed panel by panel, just before its tiles (the panel stays in L1)";
     tileImplicitGemm(p, candidate, g, s, pairs, amx);
     if (amx)

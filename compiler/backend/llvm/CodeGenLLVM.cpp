@@ -419,9 +419,9 @@ class KernelGen {
     if (s.side == PackSide::Rows) return packRows(s);
     if (s.padding.empty() && s.value.kind == ExprKind::Load && !unitStrideIn(p_.buffers[s.value.buffer], s.value.index, s.var))
       return packGathered(s);
-    // A padded pack works on 8 lanes: its masks then stay 8 x 32 bits, one AVX2 register, and
-    // LLVM does not narrow them to bytes between the compares and the masked loads.
-    const int64_t w = std::min<int64_t>(laneCount(s.panel > 0 ? std::min(s.panel, s.count) : s.count), s.padding.empty() ? 16 : 8);
+    // A padded pack works on the lanes the tile pass chose (Pack::lanes: 8 with AVX2, whose
+    // masks then stay 8 x 32 bits in one register; 16 with AVX-512's mask registers).
+    const int64_t w = std::min<int64_t>(laneCount(s.panel > 0 ? std::min(s.panel, s.count) : s.count), s.padding.empty() ? 16 : s.lanes);
     llvm::Value* j0 = index(s.base);
     KBounds kw = kBounds(s.k);
     bool ragged = s.extent % s.count != 0;
@@ -449,6 +449,7 @@ class KernelGen {
         }
       });
     }
+    if (tabled && packByOffsetTable(s, j0, kw, w, panel, period, table)) return;
     countedLoop(k_.varNames[s.k.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
       vars_[s.k.var] = k;
       llvm::Value* row = b_.CreateMul(b_.CreateSub(k, kw.start), i64(panel));
@@ -471,6 +472,90 @@ class KernelGen {
       }
     });
     vars_[s.k.var] = vars_[s.var] = nullptr;
+  }
+
+  // Whether every variable `e` reads is `var`.
+  static bool readsOnly(const IndexExpr& e, int var) {
+    if (e.kind == IndexExpr::Kind::Var) return e.var == var;
+    for (const IndexExpr& op : e.ops)
+      if (!readsOnly(op, var)) return false;
+    return true;
+  }
+
+  // A padded pack (a convolution's input) whose operand offset is a part of k alone plus a part
+  // of the rest (the pixel, the image): c * H * W + (r - 1) * W + s - 1 beside p. The k part is
+  // tabulated when the code is generated, one 32-bit offset per k step of the whole reduction, and
+  // so is each step's row of the mask table: the k loop then loads two table entries instead of
+  // dividing k by R * S, S and the period at every step (on a Sapphire Rapids class Xeon the
+  // pack loop went from 36 instructions per k step to 19 with 8-float vectors, 11 with 16).
+  // Returns false, generating nothing, when the offset does not split or the tables would be
+  // large.
+  bool packByOffsetTable(const Pack& s, llvm::Value* j0, const KBounds& kw, int64_t w, int64_t panel, int64_t period,
+                         llvm::AllocaInst* maskTable) {
+    constexpr int64_t kMostSteps = 1 << 16;
+    const loops::Buffer& buf = p_.buffers[s.value.buffer];
+    // The vector loads need the pixels contiguous (not a strided convolution's 2 y + r).
+    if (s.value.kind != ExprKind::Load || s.k.extent > kMostSteps || !unitStrideIn(buf, s.value.index, s.var)) return false;
+    IndexExpr flat;
+    AffineForm form = linearOffset(buf, s.value.index, flat);
+    if (form.overflow) return false;
+    std::vector<const AffineTerm*> kTerms, rest;
+    for (const AffineTerm& t : form.terms) {
+      const bool usesK = t.atom ? loops::usesVar(*t.atom, s.k.var) : t.var == s.k.var;
+      if (usesK && t.atom) {
+        // An atom of k alone (no other variable inside it) is tabulated with it.
+        if (!readsOnly(*t.atom, s.k.var)) return false;
+      }
+      (usesK ? kTerms : rest).push_back(&t);
+    }
+    const int64_t nvec = s.count / w;
+    std::vector<llvm::Constant*> offsets, phases;
+    std::vector<int64_t> vals(k_.varNames.size(), 0);
+    for (int64_t k = 0; k < s.k.extent; ++k) {
+      vals[s.k.var] = k;
+      int64_t off = 0;
+      for (const AffineTerm* t : kTerms) off += t->coeff * (t->atom ? evalIndex(*t->atom, vals) : k);
+      if (off < INT32_MIN || off > INT32_MAX) return false;
+      offsets.push_back(b_.getInt32(static_cast<uint32_t>(off)));
+      phases.push_back(b_.getInt32(static_cast<uint32_t>(k % period * nvec)));
+    }
+    auto constantTable = [&](std::vector<llvm::Constant*>& values, const char* name) {
+      auto* type = llvm::ArrayType::get(b_.getInt32Ty(), values.size());
+      return new llvm::GlobalVariable(m_, type, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+                                      llvm::ConstantArray::get(type, values), name);
+    };
+    llvm::GlobalVariable* offsetTable = constantTable(offsets, "pack.k.offsets");
+    llvm::GlobalVariable* phaseTable = constantTable(phases, "pack.k.mask.rows");
+    // The part of the address without k, per column vector, before the k loop.
+    const DType dtype = buf.dtype;
+    llvm::Type* elem = storageType(ctx_, dtype);
+    auto* vt = llvm::FixedVectorType::get(elem, static_cast<unsigned>(w));
+    auto* maskType = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(w));
+    std::vector<llvm::Value*> bases;
+    for (int64_t v = 0; v < nvec; ++v) {
+      vars_[s.var] = b_.CreateAdd(j0, i64(v * w));
+      llvm::Value* offset = i64(form.constant);
+      for (const AffineTerm* t : rest) {
+        llvm::Value* term = t->atom ? index(*t->atom) : vars_[t->var];
+        offset = b_.CreateAdd(offset, t->coeff != 1 ? b_.CreateMul(term, i64(t->coeff)) : term);
+      }
+      bases.push_back(b_.CreateGEP(elem, buffers_[s.value.buffer], offset));
+    }
+    countedLoop(k_.varNames[s.k.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
+      llvm::Value* row = b_.CreateMul(b_.CreateSub(k, kw.start), i64(panel));
+      llvm::Value* off = b_.CreateSExt(b_.CreateAlignedLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(offsetTable->getValueType(), offsetTable, {i64(0), k}), llvm::Align(4)), i64_);
+      llvm::Value* phase = b_.CreateZExt(b_.CreateAlignedLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(phaseTable->getValueType(), phaseTable, {i64(0), k}), llvm::Align(4)), i64_);
+      for (int64_t v = 0; v < nvec; ++v) {
+        llvm::Value* entry = b_.CreateAlignedLoad(maskType, b_.CreateInBoundsGEP(maskType, maskTable, b_.CreateAdd(phase, i64(v))), llvm::Align(4 * w));
+        llvm::Value* mask = b_.CreateICmpSLT(entry, llvm::Constant::getNullValue(maskType));
+        llvm::Value* raw = b_.CreateMaskedLoad(vt, b_.CreateGEP(elem, bases[v], off), llvm::Align(elementAlign(dtype)), mask, llvm::Constant::getNullValue(vt));
+        const int64_t c = v * w;  // panel (c / panel) starts at (c / panel) * panel * L
+        llvm::Value* at = b_.CreateAdd(row, i64((c / panel) * panel * kw.length + c % panel));
+        b_.CreateAlignedStore(fromStorage(raw, dtype), scratchAt(s.scratch, at), llvm::Align(4 * w));
+      }
+    });
+    vars_[s.k.var] = vars_[s.var] = nullptr;
+    return true;
   }
 
   // A column pack whose operand is gathered (A B^T: K[j, d]), panel by panel: the P columns of a

@@ -415,17 +415,20 @@ TEST_CASE("tile: with 16-float vectors the implicit GEMM packs its input panel b
 TEST_CASE("tile: pixel blocks that are the parallel loop come in a multiple of the threads", "[passes][tile][conv]") {
   // 98 panels of 32 pixels: 7 blocks of 14 would leave one of 2 threads a block alone; 14 blocks
   // of 7 pad no more panels. One thread keeps 7; a batch loop longer than the blocks is the
-  // parallel loop instead, and its blocks stay as they are.
+  // parallel loop instead, and its blocks stay as they are. (Blocks of the input's pack, as AVX2
+  // code has them: packed panel by panel, the blocks are bounded by L2 instead, next test.)
   const char* one = "input I : f32[1, 64, 56, 56]\ninput Wt : f32[64, 64, 3, 3]\n"
                     "output O[n, k, y < 56, x < 56] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n";
   loops::MachineInfo avx512 = bf16DotMachine();
   avx512.bf16Dot = false;
   avx512.l1Bytes = 48 * 1024;  // as the Sapphire Rapids class host: k blocks of 192, blocks of 448 pixels
+  loops::ScheduleOverrides blockPack;
+  blockPack.packPanels = false;
   for (int threads : {1, 2, 3}) {
     INFO(threads << " threads");
     avx512.threads = threads;
     Lowered l = lower("56x56", one);
-    REQUIRE(loops::tileContractions(l.loops, avx512, {}) == 1);
+    REQUIRE(loops::tileContractions(l.loops, avx512, blockPack) == 1);
     const std::string text = loops::printLoopProgram(l.loops);
     INFO(text);
     if (threads == 2) {
@@ -443,11 +446,55 @@ TEST_CASE("tile: pixel blocks that are the parallel loop come in a multiple of t
   avx512.threads = 2;
   Lowered batch = lower("8 images", "input I : f32[8, 64, 56, 56]\ninput Wt : f32[64, 64, 3, 3]\n"
                                     "output O[n, k, y < 56, x < 56] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n");
-  REQUIRE(loops::tileContractions(batch.loops, avx512, {}) == 1);
+  REQUIRE(loops::tileContractions(batch.loops, avx512, blockPack) == 1);
   const std::string text = loops::printLoopProgram(batch.loops);
   INFO(text);
   CHECK(text.find("a multiple of the") == std::string::npos);
   CHECK(text.find("for n < 8 parallel") != std::string::npos);
+}
+
+TEST_CASE("tile: an input packed panel by panel leaves pixel blocks whose partial sums fit a quarter of L2", "[passes][tile][conv]") {
+  // No block of the input is packed, so the pixel block holds as many panels as its partial sums
+  // (all output channels) allow in L2 / 4 of 2 MiB: 128 x 800 floats, one block of 25 panels per
+  // image of 784 pixels (not 2 of 13); 64 channels at 56 x 56: up to 64 panels, evened out to 2
+  // blocks of 49 (1568 pixels, 28 image rows). Not beside a bf16 output (its partial sums would
+  // be stack scratch), nor with pack_panels = off or a schedule's nc.
+  loops::MachineInfo avx512 = bf16DotMachine();
+  avx512.bf16Dot = false;
+  avx512.l1Bytes = 48 * 1024;
+  avx512.l2Bytes = 2 << 20;
+  avx512.threads = 2;
+  struct Case {
+    const char* name;
+    std::string text;
+    loops::ScheduleOverrides overrides;
+    std::vector<std::string> expected, absent;
+  };
+  const std::string conv28 = "input I : f32[8, 64, 28, 28]\ninput Wt : f32[128, 64, 3, 3]\n"
+                             "output O[n, k, y < 28, x < 28] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n";
+  const std::string conv56 = "input I : f32[1, 64, 56, 56]\ninput Wt : f32[64, 64, 3, 3]\n"
+                             "output O[n, k, y < 56, x < 56] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n";
+  const std::string bf16Out = "input I : bf16[8, 64, 28, 28]\ninput Wt : bf16[128, 64, 3, 3]\n"
+                              "output O[n, k, y < 28, x < 28] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n";
+  loops::ScheduleOverrides off, nc;
+  off.packPanels = false;
+  nc.nc = 416;
+  const std::vector<Case> cases = {
+      {"28x28", conv28, {}, {"pixel blocks of up to 800 (their partial sums, 128 x 800 floats, <= L2/4", "yx = (800 * yx_c + 32 * yx_t)"}, {}},
+      {"56x56", conv56, {}, {"pixel blocks of up to 2048", "pixel blocks evened out to 2 x 1568", "for yx_c < 2 parallel"}, {}},
+      {"pack_panels = off", conv28, off, {}, {"pixel blocks of up to"}},
+      {"nc = 416", conv28, nc, {"yx = (416 * yx_c + 32 * yx_t)"}, {"pixel blocks of up to"}},
+      {"bf16 output", bf16Out, {}, {"input packed panel by panel"}, {"pixel blocks of up to"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Lowered l = lower(c.name, c.text);
+    REQUIRE(loops::tileContractions(l.loops, avx512, c.overrides) == 1);
+    const std::string text = loops::printLoopProgram(l.loops);
+    INFO(text);
+    for (const std::string& e : c.expected) CHECK(text.find(e) != std::string::npos);
+    for (const std::string& a : c.absent) CHECK(text.find(a) == std::string::npos);
+  }
 }
 
 TEST_CASE("tile: the implicit GEMM pads as few rows and pixel panels as it can", "[passes][tile][conv]") {
