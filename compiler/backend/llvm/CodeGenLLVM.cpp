@@ -429,43 +429,24 @@ class KernelGen {
     for (int64_t v = 0; ragged && s.padding.empty() && v < s.count / w; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.extent);
     const int64_t panel = s.panel > 0 ? s.panel : s.count;
     const int64_t nvec = s.count / w;
-    // Padding that repeats along k (a convolution's r, s: every R*S terms) is computed once per
-    // phase and column vector, before the k loop, into a table of masks.
-    auto* maskType = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(w));
-    int64_t period = 1;
-    for (const loops::GuardCond& c : s.padding) {
-      const int64_t p = kPeriod(c.index, s.k.var);
-      period = p > 0 && period > 0 ? std::lcm(period, p) : 0;
-    }
-    const bool tabled = !s.padding.empty() && period > 0 && period <= 64 && 2 * period <= kw.length;
-    llvm::AllocaInst* table = tabled ? entryAlloca(maskType, period * nvec, "pad.masks") : nullptr;
-    if (tabled) {
-      countedLoop(k_.varNames[s.k.var] + ".phase", i64(0), i64(period), [&](llvm::Value* q) {
-        vars_[s.k.var] = q;
-        for (int64_t v = 0; v < nvec; ++v) {
-          llvm::Value* mask = paddingMask(s, b_.CreateAdd(j0, i64(v * w)), w, ragged);
-          b_.CreateAlignedStore(b_.CreateSExt(mask, maskType), b_.CreateInBoundsGEP(maskType, table, b_.CreateAdd(b_.CreateMul(q, i64(nvec)), i64(v))),
-                                llvm::Align(4 * w));
-        }
-      });
-    }
-    if (tabled && packByOffsetTable(s, j0, kw, w, panel, period, table)) return;
+    const PaddedTables tables = s.padding.empty() ? PaddedTables{} : paddedTables(s, j0, kw, w, ragged);
     countedLoop(k_.varNames[s.k.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
       vars_[s.k.var] = k;
       llvm::Value* row = b_.CreateMul(b_.CreateSub(k, kw.start), i64(panel));
-      llvm::Value* phase = tabled ? b_.CreateMul(b_.CreateURem(k, i64(period)), i64(nvec)) : nullptr;
+      llvm::Value* phase = tables.masks && !tables.offsets ? b_.CreateMul(b_.CreateURem(k, i64(tables.period)), i64(nvec)) : nullptr;
       for (int64_t v = 0; v < nvec; ++v) {
         llvm::Value* j = b_.CreateAdd(j0, i64(v * w));
-        // A padded pack computes all its lane masks on 32-bit lanes (mixing them with the
-        // 64-bit column mask would make LLVM shuffle every mask through bytes).
-        llvm::Value* mask = masks[v];
-        if (tabled) {
-          llvm::Value* entry = b_.CreateAlignedLoad(maskType, b_.CreateInBoundsGEP(maskType, table, b_.CreateAdd(phase, i64(v))), llvm::Align(4 * w));
-          mask = b_.CreateICmpSLT(entry, llvm::Constant::getNullValue(maskType));
-        } else if (!s.padding.empty()) {
-          mask = paddingMask(s, j, w, ragged);
+        llvm::Value* vec;
+        if (tables.offsets) {
+          vec = fromStorage(tableLoad(tables, s, k, v, w), p_.buffers[s.value.buffer].dtype);
+        } else {
+          // A padded pack computes all its lane masks on 32-bit lanes (mixing them with the
+          // 64-bit column mask would make LLVM shuffle every mask through bytes).
+          llvm::Value* mask = masks[v];
+          if (tables.masks) mask = tableMask(tables, phase, v, w);
+          else if (!s.padding.empty()) mask = paddingMask(s, j, w, ragged);
+          vec = columnVector(s.value, j, s.var, w, mask, !s.padding.empty());
         }
-        llvm::Value* vec = columnVector(s.value, j, s.var, w, mask, !s.padding.empty());
         int64_t c = v * w;  // panel (c / panel) starts at (c / panel) * panel * L
         llvm::Value* at = b_.CreateAdd(row, i64((c / panel) * panel * kw.length + c % panel));
         b_.CreateAlignedStore(vec, scratchAt(s.scratch, at), llvm::Align(4 * w));
@@ -482,80 +463,177 @@ class KernelGen {
     return true;
   }
 
-  // A padded pack (a convolution's input) whose operand offset is a part of k alone plus a part
-  // of the rest (the pixel, the image): c * H * W + (r - 1) * W + s - 1 beside p. The k part is
-  // tabulated when the code is generated, one 32-bit offset per k step of the whole reduction, and
-  // so is each step's row of the mask table: the k loop then loads two table entries instead of
-  // dividing k by R * S, S and the period at every step (on a Sapphire Rapids class Xeon the
-  // pack loop went from 36 instructions per k step to 19 with 8-float vectors, 11 with 16).
-  // Returns false, generating nothing, when the offset does not split or the tables would be
-  // large.
-  bool packByOffsetTable(const Pack& s, llvm::Value* j0, const KBounds& kw, int64_t w, int64_t panel, int64_t period,
-                         llvm::AllocaInst* maskTable) {
+  // What a padded column pack (a convolution's input: pack, packColumnPairs) computes before its
+  // k loop.
+  //  - Padding that repeats along k (a convolution's r, s: every R*S terms) is computed once per
+  //    phase and column vector into a table of lane masks (`masks`, 32-bit lanes, negative where
+  //    the lane is read): none when the padding does not repeat. With 16 lanes and conditions
+  //    that read k and the column alone, the masks are constant bits instead (`bits`), computed
+  //    when the code is generated: the per-call table cost the AMX bf16 convolution 11 % of its
+  //    time (0.298 against 0.265 ms without it, (1, 64, 64, 56, 56), 1 thread, same host).
+  //  - When the operand's offset is a part of k alone plus a part of the rest (the pixel, the
+  //    image), c * H * W + (r - 1) * W + s - 1 beside p, with the pixels contiguous: the k part
+  //    is tabulated when the code is generated, one 32-bit offset per k step of the whole
+  //    reduction (`offsets`), and so is each step's first entry of the mask table (`maskRows`);
+  //    `bases` holds the address of the rest per column vector. The k loop then loads two table
+  //    entries instead of dividing k by R * S, S and the period at every step (on a Sapphire
+  //    Rapids class Xeon the f32 pack went from 36 instructions per k step to 19 with 8-float
+  //    vectors, 11 with 16). Not for a strided convolution (2 y + r), nor tables over 65536 steps.
+  struct PaddedTables {
+    llvm::AllocaInst* masks = nullptr;
+    int64_t period = 0;
+    int64_t vectors = 0;
+    llvm::GlobalVariable* offsets = nullptr;
+    llvm::GlobalVariable* maskRows = nullptr;
+    std::vector<llvm::Value*> bases;
+    // With 16 lanes, padding over k and the column alone and the pack's first column a multiple
+    // of 16: the masks as constant bits instead of `masks`, one 16-bit word per phase and 16
+    // columns of the whole extent (`bitColumns` words per phase, the last one 0), `bitVector`
+    // the word of each column vector of this pack.
+    llvm::GlobalVariable* bits = nullptr;
+    int64_t bitColumns = 0;
+    std::vector<llvm::Value*> bitVector;
+  };
+  PaddedTables paddedTables(const Pack& s, llvm::Value* j0, const KBounds& kw, int64_t w, bool ragged) {
+    PaddedTables t;
+    t.vectors = s.count / w;
+    int64_t period = 1;
+    for (const loops::GuardCond& c : s.padding) {
+      const int64_t p = kPeriod(c.index, s.k.var);
+      period = p > 0 && period > 0 ? std::lcm(period, p) : 0;
+    }
+    if (period <= 0 || period > 64 || 2 * period > kw.length) return t;
+    t.period = period;
+    auto constantTable = [&](llvm::Type* elem, std::vector<llvm::Constant*>& values, const char* name) {
+      auto* type = llvm::ArrayType::get(elem, values.size());
+      return new llvm::GlobalVariable(m_, type, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage, llvm::ConstantArray::get(type, values), name);
+    };
+
+    // The offsets, when the operand's offset splits.
     constexpr int64_t kMostSteps = 1 << 16;
     const loops::Buffer& buf = p_.buffers[s.value.buffer];
-    // The vector loads need the pixels contiguous (not a strided convolution's 2 y + r).
-    if (s.value.kind != ExprKind::Load || s.k.extent > kMostSteps || !unitStrideIn(buf, s.value.index, s.var)) return false;
     IndexExpr flat;
-    AffineForm form = linearOffset(buf, s.value.index, flat);
-    if (form.overflow) return false;
+    AffineForm form;
     std::vector<const AffineTerm*> kTerms, rest;
-    for (const AffineTerm& t : form.terms) {
-      const bool usesK = t.atom ? loops::usesVar(*t.atom, s.k.var) : t.var == s.k.var;
-      if (usesK && t.atom) {
-        // An atom of k alone (no other variable inside it) is tabulated with it.
-        if (!readsOnly(*t.atom, s.k.var)) return false;
+    bool split = s.value.kind == ExprKind::Load && s.k.extent <= kMostSteps && unitStrideIn(buf, s.value.index, s.var);
+    if (split) {
+      form = linearOffset(buf, s.value.index, flat);
+      split = !form.overflow;
+      for (const AffineTerm& term : form.terms) {
+        const bool usesK = term.atom ? loops::usesVar(*term.atom, s.k.var) : term.var == s.k.var;
+        if (usesK && term.atom && !readsOnly(*term.atom, s.k.var)) split = false;  // an atom of k alone is tabulated with it
+        (usesK ? kTerms : rest).push_back(&term);
       }
-      (usesK ? kTerms : rest).push_back(&t);
     }
-    const int64_t nvec = s.count / w;
-    std::vector<llvm::Constant*> offsets, phases;
     std::vector<int64_t> vals(k_.varNames.size(), 0);
-    for (int64_t k = 0; k < s.k.extent; ++k) {
+    std::vector<llvm::Constant*> offsets;
+    for (int64_t k = 0; split && k < s.k.extent; ++k) {
       vals[s.k.var] = k;
       int64_t off = 0;
-      for (const AffineTerm* t : kTerms) off += t->coeff * (t->atom ? evalIndex(*t->atom, vals) : k);
-      if (off < INT32_MIN || off > INT32_MAX) return false;
+      for (const AffineTerm* term : kTerms) off += term->coeff * (term->atom ? evalIndex(*term->atom, vals) : k);
+      split = off >= INT32_MIN && off <= INT32_MAX;
       offsets.push_back(b_.getInt32(static_cast<uint32_t>(off)));
-      phases.push_back(b_.getInt32(static_cast<uint32_t>(k % period * nvec)));
     }
-    auto constantTable = [&](std::vector<llvm::Constant*>& values, const char* name) {
-      auto* type = llvm::ArrayType::get(b_.getInt32Ty(), values.size());
-      return new llvm::GlobalVariable(m_, type, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
-                                      llvm::ConstantArray::get(type, values), name);
-    };
-    llvm::GlobalVariable* offsetTable = constantTable(offsets, "pack.k.offsets");
-    llvm::GlobalVariable* phaseTable = constantTable(phases, "pack.k.mask.rows");
-    // The part of the address without k, per column vector, before the k loop.
-    const DType dtype = buf.dtype;
-    llvm::Type* elem = storageType(ctx_, dtype);
-    auto* vt = llvm::FixedVectorType::get(elem, static_cast<unsigned>(w));
-    auto* maskType = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(w));
-    std::vector<llvm::Value*> bases;
-    for (int64_t v = 0; v < nvec; ++v) {
+
+    // Constant mask bits: the conditions read k and the column only, and every column vector
+    // starts at a multiple of 16 (the pack's first column, in the form's terms).
+    bool bits = split && w == 16;
+    for (const loops::GuardCond& c : s.padding)
+      if (!readsOnlyOf(c.index, {s.k.var, s.var})) bits = false;
+    if (bits) {
+      AffineForm base = affineForm(s.base);
+      bits = !base.overflow && base.constant % 16 == 0;
+      for (const AffineTerm& term : base.terms) bits = bits && !term.atom && term.coeff % 16 == 0;
+    }
+    t.bitColumns = (s.extent + 15) / 16 + 1;
+    if (bits && period * t.bitColumns > (1 << 17)) bits = false;
+    if (bits) {
+      std::vector<llvm::Constant*> words;
+      for (int64_t q = 0; q < period; ++q) {
+        vals[s.k.var] = q;
+        for (int64_t v = 0; v < t.bitColumns; ++v) {
+          uint32_t word = 0;
+          for (int64_t l = 0; l < 16; ++l) {
+            vals[s.var] = v * 16 + l;
+            bool in = vals[s.var] < s.extent;
+            for (const loops::GuardCond& c : s.padding) {
+              const int64_t x = evalIndex(c.index, vals);
+              in = in && x >= 0 && x < c.extent;
+            }
+            if (in) word |= 1u << l;
+          }
+          words.push_back(b_.getInt16(static_cast<uint16_t>(word)));
+        }
+      }
+      t.bits = constantTable(b_.getInt16Ty(), words, "pack.pad.bits");
+      llvm::Value* first = b_.CreateSDiv(j0, i64(16));
+      for (int64_t v = 0; v < t.vectors; ++v)
+        t.bitVector.push_back(b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(first, i64(v)), i64(t.bitColumns - 1)));
+    } else {
+      auto* maskType = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(w));
+      t.masks = entryAlloca(maskType, period * t.vectors, "pad.masks");
+      countedLoop(k_.varNames[s.k.var] + ".phase", i64(0), i64(period), [&](llvm::Value* q) {
+        vars_[s.k.var] = q;
+        for (int64_t v = 0; v < t.vectors; ++v) {
+          llvm::Value* mask = paddingMask(s, b_.CreateAdd(j0, i64(v * w)), w, ragged);
+          b_.CreateAlignedStore(b_.CreateSExt(mask, maskType),
+                                b_.CreateInBoundsGEP(maskType, t.masks, b_.CreateAdd(b_.CreateMul(q, i64(t.vectors)), i64(v))), llvm::Align(4 * w));
+        }
+      });
+      vars_[s.k.var] = nullptr;
+    }
+    if (!split) return t;
+
+    std::vector<llvm::Constant*> rows;
+    for (int64_t k = 0; k < s.k.extent; ++k) rows.push_back(b_.getInt32(static_cast<uint32_t>(k % period * (bits ? t.bitColumns : t.vectors))));
+    t.offsets = constantTable(b_.getInt32Ty(), offsets, "pack.k.offsets");
+    t.maskRows = constantTable(b_.getInt32Ty(), rows, "pack.k.mask.rows");
+    llvm::Type* elem = storageType(ctx_, buf.dtype);
+    for (int64_t v = 0; v < t.vectors; ++v) {
       vars_[s.var] = b_.CreateAdd(j0, i64(v * w));
       llvm::Value* offset = i64(form.constant);
-      for (const AffineTerm* t : rest) {
-        llvm::Value* term = t->atom ? index(*t->atom) : vars_[t->var];
-        offset = b_.CreateAdd(offset, t->coeff != 1 ? b_.CreateMul(term, i64(t->coeff)) : term);
+      for (const AffineTerm* term : rest) {
+        llvm::Value* x = term->atom ? index(*term->atom) : vars_[term->var];
+        offset = b_.CreateAdd(offset, term->coeff != 1 ? b_.CreateMul(x, i64(term->coeff)) : x);
       }
-      bases.push_back(b_.CreateGEP(elem, buffers_[s.value.buffer], offset));
+      t.bases.push_back(b_.CreateGEP(elem, buffers_[s.value.buffer], offset));
     }
-    countedLoop(k_.varNames[s.k.var] + ".pack", kw.start, kw.end, [&](llvm::Value* k) {
-      llvm::Value* row = b_.CreateMul(b_.CreateSub(k, kw.start), i64(panel));
-      llvm::Value* off = b_.CreateSExt(b_.CreateAlignedLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(offsetTable->getValueType(), offsetTable, {i64(0), k}), llvm::Align(4)), i64_);
-      llvm::Value* phase = b_.CreateZExt(b_.CreateAlignedLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(phaseTable->getValueType(), phaseTable, {i64(0), k}), llvm::Align(4)), i64_);
-      for (int64_t v = 0; v < nvec; ++v) {
-        llvm::Value* entry = b_.CreateAlignedLoad(maskType, b_.CreateInBoundsGEP(maskType, maskTable, b_.CreateAdd(phase, i64(v))), llvm::Align(4 * w));
-        llvm::Value* mask = b_.CreateICmpSLT(entry, llvm::Constant::getNullValue(maskType));
-        llvm::Value* raw = b_.CreateMaskedLoad(vt, b_.CreateGEP(elem, bases[v], off), llvm::Align(elementAlign(dtype)), mask, llvm::Constant::getNullValue(vt));
-        const int64_t c = v * w;  // panel (c / panel) starts at (c / panel) * panel * L
-        llvm::Value* at = b_.CreateAdd(row, i64((c / panel) * panel * kw.length + c % panel));
-        b_.CreateAlignedStore(fromStorage(raw, dtype), scratchAt(s.scratch, at), llvm::Align(4 * w));
-      }
-    });
-    vars_[s.k.var] = vars_[s.var] = nullptr;
+    vars_[s.var] = nullptr;
+    return t;
+  }
+
+  // Whether every variable `e` reads is one of `vars`.
+  static bool readsOnlyOf(const IndexExpr& e, std::initializer_list<int> vars) {
+    if (e.kind == IndexExpr::Kind::Var) return std::find(vars.begin(), vars.end(), e.var) != vars.end();
+    for (const IndexExpr& op : e.ops)
+      if (!readsOnlyOf(op, vars)) return false;
     return true;
+  }
+
+  // The lane mask of column vector v for the phase whose entries start at `phaseRow`.
+  llvm::Value* tableMask(const PaddedTables& t, llvm::Value* phaseRow, int64_t v, int64_t w) {
+    if (t.bits) {
+      llvm::Value* word = b_.CreateAlignedLoad(b_.getInt16Ty(), b_.CreateInBoundsGEP(t.bits->getValueType(), t.bits, {i64(0), b_.CreateAdd(phaseRow, t.bitVector[v])}),
+                                               llvm::Align(2));
+      return b_.CreateBitCast(word, llvm::FixedVectorType::get(b_.getInt1Ty(), 16));
+    }
+    auto* maskType = llvm::FixedVectorType::get(b_.getInt32Ty(), static_cast<unsigned>(w));
+    llvm::Value* entry = b_.CreateAlignedLoad(maskType, b_.CreateInBoundsGEP(maskType, t.masks, b_.CreateAdd(phaseRow, i64(v))), llvm::Align(4 * w));
+    return b_.CreateICmpSLT(entry, llvm::Constant::getNullValue(maskType));
+  }
+
+  // Column vector v of a padded pack at step k (0 <= k < the reduction's extent) by the offset
+  // tables, in the operand's storage type: padded lanes are 0 and not read.
+  llvm::Value* tableLoad(const PaddedTables& t, const Pack& s, llvm::Value* k, int64_t v, int64_t w) {
+    auto entry = [&](llvm::GlobalVariable* table) {
+      return b_.CreateAlignedLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(table->getValueType(), table, {i64(0), k}), llvm::Align(4));
+    };
+    llvm::Value* mask = tableMask(t, b_.CreateZExt(entry(t.maskRows), i64_), v, w);
+    const DType dtype = p_.buffers[s.value.buffer].dtype;
+    llvm::Type* elem = storageType(ctx_, dtype);
+    auto* vt = llvm::FixedVectorType::get(elem, static_cast<unsigned>(w));
+    llvm::Value* ptr = b_.CreateGEP(elem, t.bases[v], b_.CreateSExt(entry(t.offsets), i64_));
+    return b_.CreateMaskedLoad(vt, ptr, llvm::Align(elementAlign(dtype)), mask, llvm::Constant::getNullValue(vt));
   }
 
   // A column pack whose operand is gathered (A B^T: K[j, d]), panel by panel: the P columns of a
@@ -736,11 +814,12 @@ class KernelGen {
     const loops::Buffer& buf = p_.buffers[s.value.buffer];
     if (!padded && !unitStrideIn(buf, s.value.index, s.var) && unitStrideIn(buf, s.value.index, s.k.var))
       return packColumnPairsAlongK(s, panel);
-    const int64_t w = std::min<int64_t>(laneCount(panel), padded ? 8 : 16);
+    const int64_t w = std::min<int64_t>(laneCount(panel), padded ? s.lanes : 16);
     llvm::Value* j0 = index(s.base);
     KBounds kw = kBounds(s.k);
     const int64_t pairs = packedPairs(kw.length, s.amx);
     const bool ragged = s.extent % s.count != 0;
+    const PaddedTables tables = padded ? paddedTables(s, j0, kw, w, ragged) : PaddedTables{};
     llvm::Value* zero = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b_.getInt16Ty(), static_cast<unsigned>(w)));
     std::vector<int> interleave;
     for (int l = 0; l < w; ++l) {
@@ -754,6 +833,7 @@ class KernelGen {
       for (int64_t v = 0; v < s.count / w; ++v) {
         llvm::Value* j = b_.CreateAdd(j0, i64(v * w));
         auto row = [&](llvm::Value* k) {
+          if (tables.offsets) return tableLoad(tables, s, k, v, w);
           vars_[s.k.var] = k;
           return rawColumnVector(s.value, j, s.var, w, padded ? paddingMask(s, j, w, ragged) : masks[v], padded);
         };
