@@ -2,6 +2,7 @@
 // with parallelFor; JIT-compiled code reaches the same pool through texc_parallel_for.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -42,9 +43,11 @@ class ThreadPool {
   std::mutex mutex_;      // guards everything below
   std::condition_variable wake_;
   std::condition_variable done_;
-  uint64_t generation_ = 0;  // bumped once per parallelFor so workers see each job exactly once
-  bool stopping_ = false;
-  int pending_ = 0;  // worker chunks of the current job not yet finished
+  // Bumped once per parallelFor (under mutex_) so workers see each job exactly once; atomic so
+  // that a worker may watch it without the lock while it spins before sleeping.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> pending_{0};  // worker chunks of the current job not yet finished
   const Body* body_ = nullptr;
   int64_t begin_ = 0;
   uint64_t length_ = 0;

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -97,6 +98,22 @@ TEST_CASE("threads persist across calls", "[threadpool]") {
   }
   CHECK(total == 500 * 64);
   CHECK(seen.size() == 4);
+}
+
+TEST_CASE("workers find every job whether it comes while they spin or after they sleep", "[threadpool]") {
+  // A worker waits for the next job spinning for about 100 microseconds, then on the condition
+  // variable: jobs back to back reach the spinning workers, jobs after a pause the sleeping
+  // ones, and a pool destroyed right after a job stops its spinning workers.
+  ThreadPool pool(3);
+  for (int rep = 0; rep < 2000; ++rep) checkCoverage(pool, 0, 3 + rep % 5);
+  for (int rep = 0; rep < 5; ++rep) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    checkCoverage(pool, 0, 30);
+  }
+  for (int rep = 0; rep < 20; ++rep) {
+    ThreadPool brief(2);
+    checkCoverage(brief, 0, 10);
+  }
 }
 
 TEST_CASE("a zero thread count means one per hardware thread", "[threadpool]") {
