@@ -340,13 +340,16 @@ std::string fuse(Kernel& P, Kernel& C, const std::vector<Loop*>& blocks, const s
   moveIds(body, static_cast<int>(C.varNames.size()), P.numAccs);
   std::vector<std::pair<int, IndexExpr>> replace;  // moved id -> what it becomes in P
   std::vector<std::string> told;
-  // Inner loops of the consumer's body (its reduction loops) get new variables too.
+  // Inner loops of the consumer's body (its reduction loops) get new variables too, each loop
+  // its own, substituted in its own body: loops side by side may bind the same variable (the
+  // copies of an unrolled loop, a split loop's border and interior parts), and a substitution
+  // over the whole body would send every copy's uses to the first copy's new variable.
   forEachStmt(body, [&](Stmt& s) {
     Loop* l = s.getIf<Loop>();
     if (!l || l->var < kMovedVar) return;
     const int moved = l->var;
     l->var = nest::addVar(P, C.varNames[moved - kMovedVar]);
-    replace.emplace_back(moved, IndexExpr::makeVar(l->var));
+    substitute(l->body, moved, IndexExpr::makeVar(l->var));
   });
   for (size_t d = nest.size(); d-- > 0;) {
     const Loop& l = *nest[d];
