@@ -25,18 +25,15 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // (half an ulp) for normal results, and at most half the smallest subnormal for the results
 // below the smallest normal, where the spacing is fixed (f16: 2^-24 apart below 2^-14; x0 * x0
 // for x0 = -5.4e-4 is 4.93 * 2^-24 and rounds to 5 * 2^-24, 1.4 % away).
-double storageRoundoff(DType storage) {
+struct StorageRoundoff {
+  double relative = 0;   // half an ulp, of the stored value
+  double subnormal = 0;  // half the smallest subnormal, absolute
+};
+StorageRoundoff storageRoundoff(DType storage) {
   switch (storage) {
-    case DType::F16: return 0x1p-11;
-    case DType::BF16: return 0x1p-8;
-    default: return 0;
-  }
-}
-double storageSubnormalRoundoff(DType storage) {
-  switch (storage) {
-    case DType::F16: return 0x1p-25;
-    case DType::BF16: return 0x1p-134;
-    default: return 0;
+    case DType::F16: return {0x1p-11, 0x1p-25};
+    case DType::BF16: return {0x1p-8, 0x1p-134};
+    default: return {};
   }
 }
 
@@ -210,8 +207,8 @@ EV callBound(const Fmt& f, Builtin fn, EV a, EV b) {
     case Builtin::RoundBF16: {
       // A fused f16/bf16 producer's rounding, where the unfused program stored it: relative
       // above the type's smallest normal, at most half its smallest subnormal below.
-      const DType t = fn == Builtin::RoundF16 ? DType::F16 : DType::BF16;
-      return finish(x, ex + storageRoundoff(t) * (std::fabs(x) + ex) + storageSubnormalRoundoff(t), unc);
+      const StorageRoundoff r = storageRoundoff(fn == Builtin::RoundF16 ? DType::F16 : DType::BF16);
+      return finish(x, ex + r.relative * (std::fabs(x) + ex) + r.subnormal, unc);
     }
     case Builtin::Erf: {
       double r = std::erf(x);
@@ -671,7 +668,6 @@ void addBoundBuffers(Node& x, const std::vector<std::vector<double>>& bounds, co
   for (Node& k : x.kids) addBoundBuffers(k, bounds, zeroBounds, lanes);
 }
 
-
 }  // namespace
 
 double unitRoundoff(DType computeDtype) { return computeDtype == DType::F64 ? 0x1p-53 : 0x1p-24; }
@@ -714,7 +710,7 @@ BoundResult evaluateBounds(const Program& p, const std::vector<RefTensor>& input
     out.shape = info.shape;
     out.data.assign(static_cast<size_t>(info.numElements()), 0.0);
     std::vector<double> bound(out.data.size(), 0.0);
-    const double store = storageRoundoff(info.dtype), storeSubnormal = storageSubnormalRoundoff(info.dtype);
+    const StorageRoundoff store = storageRoundoff(info.dtype);
 
     // r.values is not resized from here on, so the nodes' pointers into it stay valid.
     Ctx c{comp, r.values, {}, {}, {}, {}, 1, 0, 1, 1};
@@ -731,7 +727,7 @@ BoundResult evaluateBounds(const Program& p, const std::vector<RefTensor>& input
           const int64_t k = row.uniform ? 0 : l;
           const double v = row.v[k], e = row.e[k];
           out.data[off + l] = v;
-          bound[off + l] = std::isfinite(v) ? e + store * std::fabs(v) + storeSubnormal : e;
+          bound[off + l] = std::isfinite(v) ? e + store.relative * std::fabs(v) + store.subnormal : e;
         }
       });
     }

@@ -455,14 +455,6 @@ class KernelGen {
     vars_[s.k.var] = vars_[s.var] = nullptr;
   }
 
-  // Whether every variable `e` reads is `var`.
-  static bool readsOnly(const IndexExpr& e, int var) {
-    if (e.kind == IndexExpr::Kind::Var) return e.var == var;
-    for (const IndexExpr& op : e.ops)
-      if (!readsOnly(op, var)) return false;
-    return true;
-  }
-
   // What a padded column pack (a convolution's input: pack, packColumnPairs) computes before its
   // k loop.
   //  - Padding that repeats along k (a convolution's r, s: every R*S terms) is computed once per
@@ -523,7 +515,7 @@ class KernelGen {
       split = !form.overflow;
       for (const AffineTerm& term : form.terms) {
         const bool usesK = term.atom ? loops::usesVar(*term.atom, s.k.var) : term.var == s.k.var;
-        if (usesK && term.atom && !readsOnly(*term.atom, s.k.var)) split = false;  // an atom of k alone is tabulated with it
+        if (usesK && term.atom && !readsOnlyOf(*term.atom, {s.k.var})) split = false;  // an atom of k alone is tabulated with it
         (usesK ? kTerms : rest).push_back(&term);
       }
     }
