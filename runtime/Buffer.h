@@ -19,10 +19,13 @@ std::string_view elemName(ElemType type);
 
 // A move-only, 64-byte-aligned, zero-filled byte buffer. The allocation is rounded up to a
 // multiple of 64 (and is never empty) so vectorized kernels may load whole cache lines past the
-// logical end and data() is never null, even for a zero-size buffer.
+// logical end and data() is never null, even for a zero-size buffer. From kHugePagesFrom bytes
+// on, it is whole 2 MiB pages, 2 MiB aligned, asked of the OS as transparent huge pages.
 class Buffer {
  public:
   static constexpr size_t kAlignment = 64;
+  static constexpr size_t kHugePageBytes = size_t{2} << 20;
+  static constexpr size_t kHugePagesFrom = size_t{4} << 20;
 
   Buffer() = default;
   // Throws std::bad_alloc when the memory cannot be allocated.

@@ -31,6 +31,24 @@ TEST_CASE("buffers are 64-byte aligned, zero-filled and sized as asked", "[buffe
   }
 }
 
+TEST_CASE("large buffers are whole huge pages, 2 MiB aligned and zero-filled", "[buffer]") {
+  for (size_t size : {Buffer::kHugePagesFrom - 64, Buffer::kHugePagesFrom, Buffer::kHugePagesFrom + 1, size_t{9} << 20}) {
+    INFO("size " << size);
+    Buffer b(size);
+    REQUIRE(b.data() != nullptr);
+    const auto address = reinterpret_cast<uintptr_t>(b.data());
+    CHECK(address % (size >= Buffer::kHugePagesFrom ? Buffer::kHugePageBytes : Buffer::kAlignment) == 0);
+    CHECK(b.size() == size);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < size; ++i) nonzero += b.data()[i] != std::byte{0};
+    CHECK(nonzero == 0);
+    // The last line of the rounded allocation is writable.
+    b.data()[(size + 63) / 64 * 64 - 1] = std::byte{1};
+  }
+  // A size near the top of size_t, which rounding up to whole pages would wrap, is refused.
+  CHECK_THROWS_AS(Buffer::uninitialized(SIZE_MAX - 4096), std::bad_alloc);
+}
+
 TEST_CASE("a default buffer is empty and null", "[buffer]") {
   Buffer b;
   CHECK(b.size() == 0);
