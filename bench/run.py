@@ -14,7 +14,12 @@ Honesty rules, enforced here:
     result differs by more than the tolerance is marked FAIL;
   * the machine limits (copy and a=b+c+d bandwidth, FMA peak) are measured in the same run,
     on 1 and 2 threads; when the 2-thread limits are unstable, every 2-thread row is flagged;
-  * a peer that cannot be installed, built or run stays in the table as "unavailable: why".
+  * a peer that cannot be installed, built or run stays in the table as "unavailable: why";
+  * every implementation gets transparent huge pages for its large arrays where the kernel
+    offers them (texc's runtime and numpy ask for them; the C++ peers, torch and the limits
+    probe get them through glibc's malloc, GLIBC_TUNABLES=glibc.malloc.hugetlb=1), and the
+    header says so: on a virtual machine a TLB miss walks two page tables, and a memory-bound
+    loop on 4 KiB pages ran 25 % slower than on 2 MiB ones.
 """
 import argparse
 import datetime
@@ -298,6 +303,22 @@ def peer_env(threads, kernels):
     return env
 
 
+def huge_pages():
+    """Asks glibc's malloc, in every process this run starts, to request transparent huge pages
+    for what it maps (glibc 2.35 and later; others ignore the tunable), and returns what the
+    header says about it."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            mode = re.search(r"\[(\w+)\]", f.read())
+        mode = mode.group(1) if mode else "unknown"
+    except OSError:
+        mode = "unknown (no /sys/kernel/mm/transparent_hugepage)"
+    tunables = [t for t in os.environ.get("GLIBC_TUNABLES", "").split(":") if t and not t.startswith("glibc.malloc.hugetlb=")]
+    os.environ["GLIBC_TUNABLES"] = ":".join(tunables + ["glibc.malloc.hugetlb=1"])
+    return ("transparent huge pages %s; texc's runtime and numpy ask for them for large arrays, every other "
+            "implementation and the limits probe through GLIBC_TUNABLES=glibc.malloc.hugetlb=1" % mode)
+
+
 def measure_limits(quick):
     exe, err = build_cpp("limits", ["limits.cpp"], [])
     if err:
@@ -578,10 +599,10 @@ def markdown(rows, wls, meta):
     lim, rel = meta["limits"], meta["reliability"]
     lines = ["# texc benchmark: %s" % meta["date"], "",
              "Machine: %s, %d logical CPUs, AVX2 %s, FMA %s, AVX-512 %s. Load average at start %s, at end %s. "
-             "Mode: %s, %d timed runs after one warm-up per row. BLAS kernels: %s."
+             "Mode: %s, %d timed runs after one warm-up per row. BLAS kernels: %s. Memory: %s."
              % (meta["cpu"]["model"], meta["cpu"]["cores"], yes(meta["cpu"]["avx2"]), yes(meta["cpu"]["fma"]),
                 yes(meta["cpu"]["avx512f"]), meta["load_start"], meta["load_end"], meta["mode"], meta["repeat"],
-                meta["blas_kernels"]), "",
+                meta["blas_kernels"], meta.get("memory", "(not recorded)")), "",
              "texc's code: %s." % meta.get("texc_cpu", "(unknown)"), "",
              "## Machine limits (measured by this run: best of 7 after a warm-up, with min-median)", "",
              "Fractions in the tables are of the best figure, at the same thread count.", "",
@@ -666,6 +687,8 @@ def main():
     os.makedirs(BUILD, exist_ok=True)
     shutil.copy2(TEXC, TEXC_SNAPSHOT)
     cpu = cpu_info()
+    memory = huge_pages()
+    log("Memory: %s" % memory)
     kernels, kernels_said = peer_kernels(cpu)
     log("BLAS kernels: %s" % kernels_said)
     load_start = os.getloadavg()[0]
@@ -684,7 +707,7 @@ def main():
         log("%s" % wl["name"])
         rows += run_workload(wl, args, limits, rel, builds, kernels)
     meta = dict(date=datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), cpu=cpu, mode="quick" if args.quick else "full",
-                repeat=args.repeat, blas_kernels=kernels_said, limits=limits, reliability=rel, texc_cpu=texc_target(),
+                repeat=args.repeat, blas_kernels=kernels_said, memory=memory, limits=limits, reliability=rel, texc_cpu=texc_target(),
                 load_start="%.1f" % load_start, load_end="%.1f" % os.getloadavg()[0],
                 wall_s=round(time.time() - started, 1))
     md = markdown(rows, wls, meta)
