@@ -1,6 +1,9 @@
 // limits.cpp — what this machine can reach, measured the way the workloads are timed.
 //   copy   b[i] = a[i]                 bytes counted: one read + one write per element
 //   add3   d[i] = a[i] + b[i] + c[i]   bytes counted: three reads + one write
+//   copy_nt, add3_nt   the same with streaming (non-temporal) stores, which skip the read of
+//          each destination line that an ordinary store costs: the bandwidth limit is the
+//          better of the two (the driver takes it), as texc streams large outputs
 //   fma    many independent vector FMA chains in registers (AVX2, and AVX-512 when compiled
 //          for a CPU that has it)
 //   amx    AMX tdpbf16ps on tiles in registers (4 accumulator tiles, 16x16x32 multiply-adds
@@ -169,6 +172,18 @@ Stat fmaPeak(int threads, int repeat, const std::function<double()>& burst, doub
   });
 }
 
+// d[i] = f(i) over [lo, hi): `f8(i)` gives d[i .. i+7] as one vector, streamed where d + i is
+// 32-byte aligned; `f(i)` one element at the ends. A fence makes the stores visible before the
+// clock stops.
+template <class F, class F8>
+void streamed(float* d, long lo, long hi, F f, F8 f8) {
+  long i = lo;
+  for (; i < hi && (reinterpret_cast<uintptr_t>(d + i) % 32) != 0; ++i) d[i] = f(i);
+  for (; i + 8 <= hi; i += 8) _mm256_stream_ps(d + i, f8(i));
+  for (; i < hi; ++i) d[i] = f(i);
+  _mm_sfence();
+}
+
 void printStat(const char* name, int threads, const char* unit, Stat s, bool last) {
   std::printf("  {\"figure\": \"%s\", \"threads\": %d, \"unit\": \"%s\", \"median\": %.3f, \"min\": %.3f, \"max\": %.3f}%s\n", name,
               threads, unit, s.median, s.min, s.max, last ? "" : ",");
@@ -204,12 +219,34 @@ int main(int argc, char** argv) {
       });
       return 4.0 * n * sizeof(float) / s / 1e9;
     });
+    Stat copyNt = measure(repeat, [&] {
+      double s = seconds([&] {
+        parallelFor(threads, n, [&](long lo, long hi) {
+          const float* __restrict src = a.p;
+          streamed(d.p, lo, hi, [&](long i) { return src[i]; }, [&](long i) { return _mm256_loadu_ps(src + i); });
+        });
+      });
+      return 2.0 * n * sizeof(float) / s / 1e9;
+    });
+    Stat add3Nt = measure(repeat, [&] {
+      double s = seconds([&] {
+        parallelFor(threads, n, [&](long lo, long hi) {
+          const float *__restrict x = a.p, *__restrict y = b.p, *__restrict z = c.p;
+          streamed(
+              d.p, lo, hi, [&](long i) { return x[i] + y[i] + z[i]; },
+              [&](long i) { return _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)), _mm256_loadu_ps(z + i)); });
+        });
+      });
+      return 4.0 * n * sizeof(float) / s / 1e9;
+    });
     // FMA: many short bursts (about 0.5 ms each at peak), best one counts: on a shared machine
     // a long burst is preempted, and the peak is what the core does when it runs.
     const long iters = 200000;
     Stat fma256 = fmaPeak(threads, repeat * 5, [&] { return fmaLoop256(iters); }, 2.0 * 8 * kChains * iters);
     printStat("copy", threads, "GB/s", copy, false);
     printStat("add3", threads, "GB/s", add3, false);
+    printStat("copy_nt", threads, "GB/s", copyNt, false);
+    printStat("add3_nt", threads, "GB/s", add3Nt, false);
 #ifdef __AVX512F__
     Stat fma512 = fmaPeak(threads, repeat * 5, [&] { return fmaLoop512(iters); }, 2.0 * 16 * kChains * iters);
     printStat("fma_avx2", threads, "GFLOP/s", fma256, false);
