@@ -237,6 +237,7 @@ struct Tile {
   IndexExpr blockRow;
   int colScratch = -1;
   IndexExpr blockCol;
+  std::vector<GuardCond> colPadding;  // only without a column pack
   bool perWindow = false;
   int64_t kUnroll = 1;  // k steps per iteration of the k loop (the schedule's ku; code generation's unroll)
   int sumScratch = -1;  // partial sums of k blocks, when the output cannot hold them

@@ -151,6 +151,7 @@ struct Printer {
     std::string rhs = t.colScratch >= 0 ? fmt::format("s{}[{}][{}{}]", t.colScratch, k.varNames[t.k.var], offset(t.blockCol),
                                                       k.varNames[t.colVar])
                                         : expr(t.value.args[1]);
+    if (!t.colPadding.empty()) rhs = "(if " + conds(t.colPadding) + " then " + rhs + ")";
     std::string lhs = t.rowScratch >= 0 ? fmt::format("s{}[{}{}][{}{}]", t.rowScratch, offset(t.blockRow), k.varNames[t.rowVar],
                                                       k.varNames[t.k.var], t.rowPackWhole ? " of all" : "")
                                         : expr(t.value.args[0]);
@@ -359,6 +360,7 @@ struct Verifier {
     if (t.amx && (!t.bf16Pairs || t.perWindow || t.rows % 16 != 0 || t.cols % 16 != 0 || (t.rows / 16) * (t.cols / 16) > 4 ||
                   t.rows / 16 > 2 || t.cols / 16 > 2))
       fail("AMX tile that is not a block of at most 2 x 2 tiles of 16 x 16 from bf16-pair packs");
+    if (t.colScratch >= 0 && !t.colPadding.empty()) fail("tile with a column pack and padding conditions of its own");
     if (t.colScratch >= 0) {
       index(t.blockCol);
       scratchOk(t.colScratch, window * t.cols, "tile");
@@ -381,6 +383,7 @@ struct Verifier {
     bound[t.colVar] = true;
     bound[t.rowVar] = true;
     expr(t.value);
+    for (const GuardCond& c : t.colPadding) index(c.index);
     bound[t.k.var] = false;
     block(t.epilogue);
     bound[t.colVar] = false;

@@ -311,9 +311,10 @@ std::string parseScheduleText(const std::string& text, ScheduleOverrides& out) {
     if (eq == std::string::npos) return fmt::format("line {}: expected 'key = value', got '{}'", no, line);
     std::string key = trim(line.substr(0, eq));
     std::string value = trim(line.substr(eq + 1));
-    if (key == "tile" || key == "pack" || key == "pack_a" || key == "pack_panels") {
+    if (key == "tile" || key == "pack" || key == "pack_a" || key == "pack_panels" || key == "input_in_place") {
       if (value != "on" && value != "off") return fmt::format("line {}: {} must be on or off, got '{}'", no, key, value);
-      (key == "tile" ? out.tile : key == "pack" ? out.pack : key == "pack_a" ? out.packA : out.packPanels) = value == "on";
+      (key == "tile" ? out.tile : key == "pack" ? out.pack : key == "pack_a" ? out.packA : key == "pack_panels" ? out.packPanels : out.inputInPlace) =
+          value == "on";
       continue;
     }
     if (key == "conv") {
@@ -328,7 +329,7 @@ std::string parseScheduleText(const std::string& text, ScheduleOverrides& out) {
       continue;
     }
     if (key != "mr" && key != "nr" && key != "ku" && key != "mc" && key != "kc" && key != "nc")
-      return fmt::format("line {}: unknown key '{}' (expected tile, mr, nr, ku, mc, kc, nc, pack, pack_a, pack_panels, order or conv)", no, key);
+      return fmt::format("line {}: unknown key '{}' (expected tile, mr, nr, ku, mc, kc, nc, pack, pack_a, pack_panels, input_in_place, order or conv)", no, key);
     int64_t v = 0;
     auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     int64_t limit = key == "mc" || key == "kc" || key == "nc" ? 1 << 20 : key == "nr" ? 64 : key == "ku" ? 8 : 16;

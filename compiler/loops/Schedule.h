@@ -100,6 +100,7 @@ struct ScheduleOverrides {
   std::optional<bool> pack;    // pack B panels
   std::optional<bool> packA;   // pack A blocks (key pack_a)
   std::optional<bool> packPanels;  // implicit GEMM: pack the input panel by panel (key pack_panels)
+  std::optional<bool> inputInPlace;  // implicit GEMM: the micro-kernel reads the input itself (key input_in_place)
   std::optional<bool> columnsOuter;  // key order: columns (true) or rows (false)
   std::optional<ConvMode> conv;      // key conv, or --conv
 };
@@ -115,6 +116,7 @@ struct TileSchedule {
   bool columnsOuter = false;  // column blocks outermost: B packed once, A once per column block
   bool packPerPanel = false;  // implicit GEMM: the input packed one panel at a time, before its tiles
   int64_t packLanes = 8;      // implicit GEMM: f32 lanes per vector of the input's padded pack
+  bool inputInPlace = false;  // implicit GEMM: no input pack, the micro-kernel reads the input with lane masks
   std::string explanation;  // the rule's arithmetic, in one line
 };
 

@@ -269,13 +269,17 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   auto units = [&](int64_t steps) { return bf16Pairs ? packedPairs(steps, amx) : steps; };
   const bool perPanel = s.packPerPanel;
   const int rowScratch = newScratch(rowsPacked * units(c.K));
-  const int colScratch = newScratch(units(window) * (perPanel ? s.nr : s.nc));
+  const int colScratch = s.inputInPlace ? -1 : newScratch(units(window) * (perPanel ? s.nr : s.nc));
 
   Stmt tile = tileOf(c, s, rowScratch, colScratch, kb);
   Tile& t = tile.as<Tile>();
   t.rowBase = affineIndex(s.mr, it, 0);
   t.colBase = sum(affineIndex(s.nc, jc, 0), affineIndex(s.nr, jt, 0));
   t.blockCol = perPanel ? IndexExpr::makeConst(0) : affineIndex(s.nr, jt, 0);
+  if (s.inputInPlace) {
+    t.blockCol = IndexExpr::makeConst(0);
+    t.colPadding = g.padding;
+  }
   t.blockRow = affineIndex(s.mr, it, 0);
   t.rowPackWhole = true;
   t.bf16Pairs = bf16Pairs;
@@ -297,18 +301,19 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   Loop rowTiles = build::loop(it, rowsPacked / s.mr);
   rowTiles.body.push_back(std::move(tile));
   Loop panels = build::loop(jt, s.nc / s.nr);
-  if (perPanel) panels.body.push_back(std::move(colPackStmt));
+  const bool blockPack = !perPanel && !s.inputInPlace;
+  if (perPanel && !s.inputInPlace) panels.body.push_back(std::move(colPackStmt));
   panels.body.push_back(std::move(rowTiles));
 
   // One column block: per k block, pack the input's block, then run its panels.
   Block body;
   if (kb >= 0) {
     Loop kBlocks = build::loop(kb, (c.K + s.kc - 1) / s.kc);
-    if (!perPanel) kBlocks.body.push_back(std::move(colPackStmt));
+    if (blockPack) kBlocks.body.push_back(std::move(colPackStmt));
     kBlocks.body.push_back(std::move(panels));
     body.push_back(std::move(kBlocks));
   } else {
-    if (!perPanel) body.push_back(std::move(colPackStmt));
+    if (blockPack) body.push_back(std::move(colPackStmt));
     body.push_back(std::move(panels));
   }
 
@@ -478,8 +483,14 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
     // Not with AVX2 code (on that host --cpu haswell was 0-8 % slower: twice the pack calls for
     // half the panel), nor for bf16 pairs (AMX: 0.38 -> 0.57 ms, each call pads to whole tiles).
     s.packPerPanel = overrides.packPanels.value_or(machine.vectorFloats == 16 && !pairs);
+    // Reading the input in place instead (a schedule's input_in_place = on) saves the pack but
+    // makes every micro-kernel load a masked load across cache lines, with its mask loaded from
+    // a table at every k step: on a Sapphire Rapids class Xeon, conv (1, 64, 64, 56, 56) took
+    // 1.62 against 1.39 ms (1 thread), so it is not the default (docs/performance.md). f32
+    // inputs only: the packs widen f16/bf16 once per panel rather than at every tile.
+    s.inputInPlace = overrides.inputInPlace.value_or(false) && !pairs && lowPrecisionName(p, g.c.colOperand).empty();
     const int64_t rowsPacked = (g.c.M + s.mr - 1) / s.mr * s.mr;
-    if (s.packPerPanel && !overrides.nc && s.kc > 0 && !lowPrecisionOutput(p, g.c)) {
+    if ((s.packPerPanel || s.inputInPlace) && !overrides.nc && s.kc > 0 && !lowPrecisionOutput(p, g.c)) {
       // No block of the input is packed then, so the pixel block is bounded by what stays in L2
       // between its k blocks instead: its partial sums, all rows, at most a quarter of L2 (kept
       // in the output; beside an f16/bf16 output they would be stack scratch, so not there). An
@@ -530,14 +541,17 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       s.nc = even;
     }
     // Both packs live on the stack of each call (the rule keeps the column block small).
-    if ((rowsPacked * g.c.K + (s.kc > 0 ? s.kc : g.c.K) * (s.packPerPanel ? s.nr : s.nc)) * 4 > kImplicitGemmStackBytes) continue;
+    if ((rowsPacked * g.c.K + (s.inputInPlace ? 0 : (s.kc > 0 ? s.kc : g.c.K) * (s.packPerPanel ? s.nr : s.nc))) * 4 > kImplicitGemmStackBytes) continue;
     // The padded pack loads the input 16 floats at a time with AVX-512 (its lane masks are mask
     // registers), 8 with AVX2 (one register of 32-bit masks, which LLVM would otherwise narrow
     // to bytes and back between the compares and the masked loads). Measured with AVX-512 on a
     // Sapphire Rapids class Xeon, 1 thread: conv (1, 64, 64, 56, 56) 1.15-1.31 -> 1.11-1.23 ms,
     // (8, 64, 128, 28, 28) 5.20-5.32 -> 5.10-5.15 ms (pack 9.6 -> 7.9 % of the samples).
     s.packLanes = machine.vectorFloats == 16 ? 16 : 8;
-    if (s.packPerPanel) evened += "; input packed panel by panel, just before its tiles (the panel stays in L1)";
+    if (s.inputInPlace)
+      evened += "; input read in place (input_in_place = on): no input pack, the micro-kernel loads the input where it lies, "
+                "with lane masks for the padding";
+    else if (s.packPerPanel) evened += "; input packed panel by panel, just before its tiles (the panel stays in L1)";
     tileImplicitGemm(p, candidate, g, s, pairs, amx);
     if (amx)
       s.explanation = fmt::format(
@@ -546,7 +560,9 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
           g.c.M, g.c.N, g.c.K, s.kc > 0 ? fmt::format("k blocks of {}; ", s.kc) : "one k block (K <= 1024); ", s.nc, machine.source,
           machine.threads);
     candidate.schedule =
-        s.explanation + evened + "; implicit GEMM: weights packed whole once per call, input packed with its padding as zeros" +
+        s.explanation + evened +
+        (s.inputInPlace ? "; implicit GEMM: weights packed whole once per call"
+                        : "; implicit GEMM: weights packed whole once per call, input packed with its padding as zeros") +
         (amx    ? "; weights and input are bf16 on a CPU with AMX-BF16: packed as bf16 pairs along k in tile order, zeros past the k "
                   "window to whole tiles of 32 steps, sums in f32"
          : pairs ? fmt::format("; weights and input are bf16 on a CPU with AVX512-BF16: {}", kBf16PairsNote)

@@ -164,6 +164,8 @@ void forEachIndexOf(Stmt& s, const std::function<void(IndexExpr&)>& f) {
   forEachOuterIndex(s, f);
   if (auto* p = s.getIf<Pack>())
     for (GuardCond& c : p->padding) f(c.index);
+  if (auto* t = s.getIf<Tile>())
+    for (GuardCond& c : t->colPadding) f(c.index);
   if (Expr* v = valueOf(s)) forEachIndexIn(*v, f);
 }
 

@@ -1330,6 +1330,24 @@ class KernelGen {
       });
       unrollBy(latch, s.kUnroll);
     };
+    // An implicit GEMM's input read in place (Tile::colPadding): described as the pack it
+    // replaces (nothing is stored), whose offset and mask tables the k loop reads as a pack's
+    // would; lanes past the extent are masked by them too. Without tables (a strided
+    // convolution, a short window) each step computes its lanes' conditions.
+    std::optional<loops::Pack> view;
+    PaddedTables tables;
+    if (!s.colPadding.empty()) {
+      view.emplace();
+      view->var = s.colVar;
+      view->base = s.colBase;
+      view->count = view->panel = s.cols;
+      view->extent = s.colExtent;
+      view->k = s.k;
+      view->value = s.value.args[1];
+      view->padding = s.colPadding;
+      view->lanes = w;
+      tables = paddedTables(*view, j0, kw, w, ragged, /*maskTableAlone=*/false);
+    }
     auto kLoop = [&](bool masked) {
       if (s.bf16Pairs) return pairLoop();
       std::vector<llvm::Value*> masks(nvec, nullptr);
@@ -1342,6 +1360,11 @@ class KernelGen {
           if (s.colScratch >= 0) {
             llvm::Value* at = b_.CreateAdd(b_.CreateAdd(colPanel, b_.CreateMul(kIn, i64(s.cols))), i64(v * w));
             col[v] = b_.CreateAlignedLoad(vt, scratchAt(s.colScratch, at), llvm::Align(4 * w));
+          } else if (view && tables.offsets) {
+            col[v] = fromStorage(tableLoad(tables, *view, k, v, w), p_.buffers[view->value.buffer].dtype);
+          } else if (view) {
+            llvm::Value* j = b_.CreateAdd(j0, i64(v * w));
+            col[v] = columnVector(s.value.args[1], j, s.colVar, w, paddingMask(*view, j, w, ragged), /*padded=*/true);
           } else {
             col[v] = columnVector(s.value.args[1], b_.CreateAdd(j0, i64(v * w)), s.colVar, w, masks[v]);
           }
@@ -1365,7 +1388,7 @@ class KernelGen {
       });
       unrollBy(latch, s.kUnroll);
     };
-    if (s.colScratch >= 0 || !ragged) {
+    if (s.colScratch >= 0 || view || !ragged) {
       kLoop(false);
     } else {
       // A panel reaching past the last column reads it with masked loads.

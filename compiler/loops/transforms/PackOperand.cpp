@@ -182,6 +182,9 @@ std::string packOperand(Kernel& k, PackedOperand operand, const std::string& atL
     tile.blockRow = b.inBlock;
   } else {
     pack = columnPack(*t.tile, scratch, b.base, b.span, b.span == tile.cols ? 0 : tile.cols);
+    // An input the tile read in place takes its padding into the pack (zeros where padded).
+    pack.as<Pack>().padding = std::move(tile.colPadding);
+    tile.colPadding.clear();
     tile.colScratch = scratch;
     tile.blockCol = b.inBlock;
   }

@@ -226,7 +226,14 @@ class KernelRun {
           double a = !(t.rowScratch >= 0)  ? eval(t.value.args[0])
                      : t.rowPackWhole      ? scratch(t.rowScratch, blockRow * t.k.extent + k * t.rows + r)
                                            : scratch(t.rowScratch, blockRow * w.length + (k - w.start) * t.rows + r);
-          double b = t.colScratch >= 0 ? scratch(t.colScratch, blockCol * w.length + (k - w.start) * t.cols + c) : eval(t.value.args[1]);
+          bool padded = false;
+          for (const GuardCond& g : t.colPadding) {
+            const int64_t i = evalIndex(g.index, vars_);
+            padded = padded || i < 0 || i >= g.extent;
+          }
+          double b = t.colScratch >= 0 ? scratch(t.colScratch, blockCol * w.length + (k - w.start) * t.cols + c)
+                     : padded          ? 0.0
+                                       : eval(t.value.args[1]);
           acc += a * b;
         }
         if (partial && w.end < t.k.extent) {

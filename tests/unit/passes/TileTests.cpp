@@ -412,6 +412,48 @@ TEST_CASE("tile: with 16-float vectors the implicit GEMM packs its input panel b
   }
 }
 
+TEST_CASE("tile: input_in_place = on leaves the implicit GEMM's input unpacked, its padding on the tile", "[passes][tile][conv]") {
+  const char* conv = "input I : DT[1, 16, 12, 12]\ninput Wt : DT[16, 16, 3, 3]\n"
+                     "output O[n, k, y < 12, x < 12] = sum(c, r, s: I[n, c, y + r - 1, x + s - 1] * Wt[k, c, r, s])\n";
+  auto program = [&](const std::string& dtype) {
+    std::string text = conv;
+    for (size_t at; (at = text.find("DT")) != std::string::npos;) text.replace(at, 2, dtype);
+    return text;
+  };
+  loops::ScheduleOverrides inPlace;
+  inPlace.inputInPlace = true;
+  for (const auto& [what, machine] : {std::pair{"AVX-512", bf16DotMachine()}, std::pair{"AVX2", avx2Machine()}}) {
+    INFO(what);
+    loops::MachineInfo m = machine;
+    m.bf16Dot = false;
+    Lowered l = lower("conv", program("f32"));
+    REQUIRE(loops::tileContractions(l.loops, m, inPlace) == 1);
+    const std::string text = loops::printLoopProgram(l.loops);
+    INFO(text);
+    CHECK(text.find("input read in place (input_in_place = on)") != std::string::npos);
+    CHECK(text.find("input packed with its padding as zeros") == std::string::npos);
+    // The weights' pack alone; the tile reads the input under its padding conditions.
+    CHECK(text.find("pack s1[") == std::string::npos);
+    CHECK(text.find("* (if 0 <= ") != std::string::npos);
+    int tiles = 0;
+    loops::forEachStmt(l.loops.kernels[0].body, [&](const loops::Stmt& st) {
+      if (const auto* t = st.getIf<loops::Tile>()) {
+        ++tiles;
+        CHECK(t->colScratch < 0);
+        CHECK(t->colPadding.size() == 2);
+      }
+    });
+    CHECK(tiles == 1);
+    CHECK(loops::verifyLoopProgram(l.loops).empty());
+  }
+  // An f16 input is still packed: the pack widens it once per panel.
+  Lowered half = lower("conv f16", program("f16"));
+  REQUIRE(loops::tileContractions(half.loops, avx2Machine(), inPlace) == 1);
+  const std::string text = loops::printLoopProgram(half.loops);
+  CHECK(text.find("input read in place") == std::string::npos);
+  CHECK(text.find("pack s1[") != std::string::npos);
+}
+
 TEST_CASE("tile: pixel blocks that are the parallel loop come in a multiple of the threads", "[passes][tile][conv]") {
   // 98 panels of 32 pixels: 7 blocks of 14 would leave one of 2 threads a block alone; 14 blocks
   // of 7 pad no more panels. One thread keeps 7; a batch loop longer than the blocks is the
@@ -729,7 +771,7 @@ TEST_CASE("tile: schedule files", "[passes][tile]") {
     return loops::parseScheduleText(text, x);
   };
   CHECK(error("mr 6\n") == "line 1: expected 'key = value', got 'mr 6'");
-  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, ku, mc, kc, nc, pack, pack_a, pack_panels, order or conv)");
+  CHECK(error("\nmx = 6\n") == "line 2: unknown key 'mx' (expected tile, mr, nr, ku, mc, kc, nc, pack, pack_a, pack_panels, input_in_place, order or conv)");
   loops::ScheduleOverrides unroll;
   CHECK(loops::parseScheduleText("ku = 4\n", unroll) == "");
   CHECK(unroll.ku == 4);
@@ -748,6 +790,11 @@ TEST_CASE("tile: schedule files", "[passes][tile]") {
   CHECK(error("nr = 65\n") == "line 1: nr must be an integer in 1..64, got '65'");
   CHECK(error("mc = x\n") == "line 1: mc must be an integer in 1..1048576, got 'x'");
   CHECK(error("pack = yes\n") == "line 1: pack must be on or off, got 'yes'");
+  loops::ScheduleOverrides inPlace;
+  CHECK(loops::parseScheduleText("input_in_place = on\npack_panels = off\n", inPlace) == "");
+  CHECK(inPlace.inputInPlace == true);
+  CHECK(inPlace.packPanels == false);
+  CHECK(error("input_in_place = yes\n") == "line 1: input_in_place must be on or off, got 'yes'");
 }
 
 TEST_CASE("tile: the verifier checks packs and tiles", "[passes][tile]") {
@@ -782,6 +829,12 @@ TEST_CASE("tile: the verifier checks packs and tiles", "[passes][tile]") {
   loops::LoopProgram shortWeights = convTiled;
   shortWeights.kernels[0].scratchSizes[0] = 45 * 6;  // one tile's rows of all k, not 18
   CHECK_THAT(problems(shortWeights), Catch::Contains("scratch s0 is too small"));
+  // Padding conditions on a tile that reads a column pack (which holds the padding already).
+  loops::LoopProgram paddedTile = convTiled;
+  loops::forEachStmt(paddedTile.kernels[0].body, [](loops::Stmt& st) {
+    if (auto* t = st.getIf<loops::Tile>()) t->colPadding.push_back({IndexExpr::makeConst(0), 1});
+  });
+  CHECK_THAT(problems(paddedTile), Catch::Contains("tile with a column pack and padding conditions of its own"));
 }
 
 }  // namespace
