@@ -142,16 +142,37 @@ bool stageRow(LoopProgram& p, Kernel& k, int buffer, const std::map<int, int64_t
 //    exp; layer norm's mean, then the variance and the normalising pass) is in cache by now: the
 //    loop asks for its next row instead (the row's bytes ahead), which the earlier pass of the
 //    next row will then find in cache. That keeps memory busy while a pass works from cache,
-//    compute-bound or not (layer norm 4096^2 on Zen 4, 1 thread: 7.2 -> 5.9 ms).
+//    compute-bound or not (layer norm 4096^2 on Zen 4, 1 thread: 7.2 -> 5.9 ms);
+//  * when no pass over such a row is transcendental (layer norm, not softmax), the first pass,
+//    which reads the row from cache too, asks for the next row as well: the passes are short,
+//    and with the first one idle the memory waited a third of each row (layer norm 4096^2 on a
+//    Sapphire Rapids class Xeon, 1 thread: 5.66-5.74 -> 5.50-5.69 ms, 2 threads 3.00-3.04 ->
+//    2.87-2.93 ms). Beside an exp pass the same prefetch made softmax 10 % slower, and a bf16
+//    layer norm (half the bytes per row for the same arithmetic) 3.12 -> 3.42-3.56 ms: there
+//    the later passes are long enough to fetch the next row alone.
 // Returns the prefetched tensors' names.
 std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t minBytes) {
   std::vector<std::string> names;
   std::vector<std::pair<size_t, const Expr*>> loads;  // every load, with its statement's position
+  std::vector<int> heavyReads;                         // the buffers a transcendental statement reads
   size_t position = 0;
   forEachStmt(k.body, [&](const Stmt& s) {
-    if (const Expr* v = valueOf(s)) forEachLoad(*v, [&](const Expr& e) { loads.push_back({position, &e}); });
+    if (const Expr* v = valueOf(s)) {
+      forEachLoad(*v, [&](const Expr& e) { loads.push_back({position, &e}); });
+      if (callsTranscendental(*v)) forEachLoad(*v, [&](const Expr& e) { heavyReads.push_back(e.buffer); });
+    }
     ++position;
   });
+  // Whether a load of the same row of e's buffer comes before (after) the statement at `at`.
+  auto sameRowRead = [&](const Expr& e, size_t at, bool before) {
+    for (const auto& [where, other] : loads) {
+      if ((before ? where >= at : where <= at) || other->buffer != e.buffer || other->index.size() != e.index.size()) continue;
+      bool sameRow = true;
+      for (size_t d = 0; sameRow && d + 1 < e.index.size(); ++d) sameRow = equal(other->index[d], e.index[d]);
+      if (sameRow) return true;
+    }
+    return false;
+  };
   position = 0;
   forEachStmt(k.body, [&](Stmt& s) {
     const size_t at = position++;
@@ -172,14 +193,10 @@ std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t 
         if (b.kind == BufferKind::Local || !contiguous || b.numElements() * dtypeBytes(b.dtype) < minBytes) return;
         for (const Prefetch& f : l.prefetch)
           if (f.buffer == e.buffer) return;
-        bool readBefore = false;
-        for (const auto& [where, other] : loads)
-          if (where < at && other->buffer == e.buffer && other->index.size() == e.index.size()) {
-            bool sameRow = true;
-            for (size_t d = 0; sameRow && d + 1 < e.index.size(); ++d) sameRow = equal(other->index[d], e.index[d]);
-            readBefore = readBefore || sameRow;
-          }
-        const bool nextRow = readBefore && l.extent == b.shape.back();
+        const bool wholeRow = l.extent == b.shape.back();
+        const bool lightPasses =
+            dtypeBytes(b.dtype) >= 4 && std::find(heavyReads.begin(), heavyReads.end(), e.buffer) == heavyReads.end();
+        const bool nextRow = wholeRow && (sameRowRead(e, at, /*before=*/true) || (lightPasses && sameRowRead(e, at, /*before=*/false)));
         if (!heavy && !nextRow) return;
         const int64_t rowBytes = b.shape.back() * dtypeBytes(b.dtype);
         const int64_t ahead = dtypeBytes(b.dtype) < 4 ? kPrefetchBytesLowPrecision : kPrefetchBytes;
