@@ -163,7 +163,8 @@ std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t 
     }
     ++position;
   });
-  // Whether a load of the same row of e's buffer comes before (after) the statement at `at`.
+  // Whether a load of the same row of e's buffer comes before the statement at `at` (after the
+  // statement at `at` when `before` is false).
   auto sameRowRead = [&](const Expr& e, size_t at, bool before) {
     for (const auto& [where, other] : loads) {
       if ((before ? where >= at : where <= at) || other->buffer != e.buffer || other->index.size() != e.index.size()) continue;
@@ -180,6 +181,8 @@ std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t 
     Loop& l = s.as<Loop>();
     l.prefetch.clear();
     if (holdsLoop(l.body)) return;
+    size_t last = at;  // the position of the loop's last statement: later passes come after it
+    forEachStmt(l.body, [&](const Stmt&) { ++last; });
     bool heavy = false;
     for (const Stmt& c : l.body)
       if (const Expr* v = valueOf(c)) heavy = heavy || callsTranscendental(*v);
@@ -193,10 +196,12 @@ std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t 
         if (b.kind == BufferKind::Local || !contiguous || b.numElements() * dtypeBytes(b.dtype) < minBytes) return;
         for (const Prefetch& f : l.prefetch)
           if (f.buffer == e.buffer) return;
-        const bool wholeRow = l.extent == b.shape.back();
+        // A next row exists only below the last dimension: a one-dimensional tensor's "row" is all
+        // of it, and asking for the bytes after it only costs page walks.
+        const bool wholeRow = b.shape.size() >= 2 && l.extent == b.shape.back();
         const bool lightPasses =
             dtypeBytes(b.dtype) >= 4 && std::find(heavyReads.begin(), heavyReads.end(), e.buffer) == heavyReads.end();
-        const bool nextRow = wholeRow && (sameRowRead(e, at, /*before=*/true) || (lightPasses && sameRowRead(e, at, /*before=*/false)));
+        const bool nextRow = wholeRow && (sameRowRead(e, at, /*before=*/true) || (lightPasses && sameRowRead(e, last, /*before=*/false)));
         if (!heavy && !nextRow) return;
         const int64_t rowBytes = b.shape.back() * dtypeBytes(b.dtype);
         const int64_t ahead = dtypeBytes(b.dtype) < 4 ? kPrefetchBytesLowPrecision : kPrefetchBytes;
