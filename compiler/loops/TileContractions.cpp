@@ -541,7 +541,8 @@ int tileContractions(LoopProgram& p, const MachineInfo& machine, const ScheduleO
       s.nc = even;
     }
     // Both packs live on the stack of each call (the rule keeps the column block small).
-    if ((rowsPacked * g.c.K + (s.inputInPlace ? 0 : (s.kc > 0 ? s.kc : g.c.K) * (s.packPerPanel ? s.nr : s.nc))) * 4 > kImplicitGemmStackBytes) continue;
+    const int64_t inputPackFloats = s.inputInPlace ? 0 : (s.kc > 0 ? s.kc : g.c.K) * (s.packPerPanel ? s.nr : s.nc);
+    if ((rowsPacked * g.c.K + inputPackFloats) * 4 > kImplicitGemmStackBytes) continue;
     // The padded pack loads the input 16 floats at a time with AVX-512 (its lane masks are mask
     // registers), 8 with AVX2 (one register of 32-bit masks, which LLVM would otherwise narrow
     // to bytes and back between the compares and the masked loads). Measured with AVX-512 on a
