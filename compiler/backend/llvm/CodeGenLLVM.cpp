@@ -281,6 +281,15 @@ class KernelGen {
     return llvm::MDNode::get(ctx_, ops);
   }
 
+  // A loop attribute without a value (`!{!"llvm.loop.unroll.full"}`).
+  llvm::Metadata* attribute(const char* name) { return llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name)}); }
+
+  // The attributes a transformation gives the loop it makes (`!{!"...followup_...", attrs...}`).
+  llvm::Metadata* followup(const char* name, std::vector<llvm::Metadata*> attributes) {
+    attributes.insert(attributes.begin(), llvm::MDString::get(ctx_, name));
+    return llvm::MDNode::get(ctx_, attributes);
+  }
+
   // The latch's loop ID: a distinct node that names itself, then the hints.
   void setLoopHints(llvm::BranchInst* latch, std::vector<llvm::Metadata*> hints) {
     hints.insert(hints.begin(), nullptr);
@@ -1127,7 +1136,7 @@ class KernelGen {
     varExtents_[s.colVar] = s.colExtent;
     auto epilogue = [&](llvm::Value* rowsN, llvm::Value* colsN) {
       countedLoop(k_.varNames[s.rowVar] + ".epi", i64(0), rowsN, [&](llvm::Value* r) {
-        countedLoop(k_.varNames[s.colVar] + ".epi", i64(0), colsN, [&](llvm::Value* c) {
+        llvm::BranchInst* colLatch = countedLoop(k_.varNames[s.colVar] + ".epi", i64(0), colsN, [&](llvm::Value* c) {
           vars_[s.rowVar] = b_.CreateAdd(i0, r);
           vars_[s.colVar] = b_.CreateAdd(j0, c);
           llvm::Value* v = b_.CreateLoad(ft_, b_.CreateInBoundsGEP(ft_, spill, b_.CreateAdd(b_.CreateMul(r, i64(s.cols)), c)));
@@ -1135,6 +1144,12 @@ class KernelGen {
           b_.CreateStore(b_.getFalse(), accNaN_[s.acc]);
           for (const Stmt& e : s.epilogue) stmt(e, false);
         });
+        // A whole tile's columns are whole vectors: vectorized along them, where the rows are
+        // strided. Left to itself, LLVM unrolled a 32-column loop whole and then vectorized the
+        // 8 rows with gathers and scatters (attention's score tiles, 20 % of the kernel).
+        if (llvm::isa<llvm::ConstantInt>(colsN))
+          setLoopHints(colLatch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.unroll.disable", b_.getTrue()),
+                                  followup("llvm.loop.vectorize.followup_vectorized", {attribute("llvm.loop.unroll.full")})});
       });
     };
     if (s.colExtent % s.cols != 0 || s.rowExtent % s.rows != 0) {
@@ -1348,6 +1363,22 @@ class KernelGen {
       view->lanes = w;
       tables = paddedTables(*view, j0, kw, w, ragged, /*maskTableAlone=*/false);
     }
+    // A row operand read in place one element after another along k (attention's K[j, d]):
+    // each row's first element found before the k loop, so that each step's load is that row
+    // plus k. Computed in the loop, LLVM turned the rows' offsets into `or`s of disjoint bits
+    // and then kept them out of the loads' addressing: 2 integer operations per broadcast.
+    const Expr& rowOperand = s.value.args[0];
+    const bool rowsByPointer = s.rowScratch < 0 && rowOperand.kind == ExprKind::Load &&
+                               unitStrideIn(p_.buffers[rowOperand.buffer], rowOperand.index, s.k.var);
+    std::vector<llvm::Value*> rowStarts;
+    if (rowsByPointer) {
+      vars_[s.k.var] = kw.start;
+      for (int64_t r = 0; r < s.rows; ++r) {
+        vars_[s.rowVar] = rowIdx[r];
+        rowStarts.push_back(address(rowOperand.buffer, rowOperand.index));
+      }
+      vars_[s.k.var] = nullptr;
+    }
     auto kLoop = [&](bool masked) {
       if (s.bf16Pairs) return pairLoop();
       std::vector<llvm::Value*> masks(nvec, nullptr);
@@ -1374,6 +1405,11 @@ class KernelGen {
           if (s.rowScratch >= 0) {
             llvm::Value* at = b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(s.rowPackWhole ? k : kIn, i64(s.rows)), i64(r)));
             aValue = b_.CreateLoad(ft_, scratchAt(s.rowScratch, at));
+          } else if (rowsByPointer) {
+            const DType dtype = p_.buffers[rowOperand.buffer].dtype;
+            llvm::Type* stored = storageType(ctx_, dtype);
+            aValue = fromStorage(b_.CreateAlignedLoad(stored, b_.CreateInBoundsGEP(stored, rowStarts[r], kIn), llvm::Align(elementAlign(dtype))),
+                                 dtype);
           } else {
             vars_[s.rowVar] = rowIdx[r];
             aValue = expr(s.value.args[0]);
