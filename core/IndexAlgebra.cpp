@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <utility>
 
 namespace texc {
 
@@ -109,6 +110,61 @@ AffineForm affineForm(const IndexExpr& e) {
     out.terms.push_back({t.var, t.atom, static_cast<int64_t>(t.coeff)});
   }
   return out;
+}
+
+namespace {
+
+IndexExpr node(IndexExpr::Kind kind, int64_t constant, std::vector<IndexExpr> ops) {
+  IndexExpr e;
+  e.kind = kind;
+  e.constant = constant;
+  e.ops = std::move(ops);
+  return e;
+}
+
+bool isAtom(const AffineTerm& t, IndexExpr::Kind kind) { return t.atom && t.atom->kind == kind && t.atom->constant > 0; }
+
+// A pair of terms `first` and `second` that mergedAffineForm rewrites as `merged` (one of
+// its two rules), if there is one.
+struct MergeablePair {
+  const AffineTerm* first = nullptr;
+  const AffineTerm* second = nullptr;
+  IndexExpr merged;
+};
+
+MergeablePair findMergeablePair(const AffineForm& form) {
+  for (const AffineTerm& rem : form.terms) {  // c (x % a)
+    if (!isAtom(rem, IndexExpr::Kind::Mod)) continue;
+    const IndexExpr& x = rem.atom->ops[0];
+    const int64_t a = rem.atom->constant;
+    if (rem.coeff > std::numeric_limits<int64_t>::max() / a || rem.coeff < std::numeric_limits<int64_t>::min() / a) continue;
+    for (const AffineTerm& t : form.terms) {
+      if (&t == &rem || t.coeff != rem.coeff * a) continue;
+      if (isAtom(t, IndexExpr::Kind::FloorDiv) && t.atom->constant == a && equal(t.atom->ops[0], x))  // a c (x / a)
+        return {&t, &rem, node(IndexExpr::Kind::Mul, rem.coeff, {x})};
+      if (isAtom(t, IndexExpr::Kind::Mod)) {  // a c ((x / a) % b)
+        const IndexExpr& q = t.atom->ops[0];
+        const int64_t b = t.atom->constant;
+        if (q.kind == IndexExpr::Kind::FloorDiv && q.constant == a && equal(q.ops[0], x) && b <= std::numeric_limits<int64_t>::max() / a)
+          return {&t, &rem, node(IndexExpr::Kind::Mul, rem.coeff, {node(IndexExpr::Kind::Mod, a * b, {x})})};
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+AffineForm mergedAffineForm(IndexExpr& e) {
+  for (;;) {
+    AffineForm form = affineForm(e);
+    MergeablePair pair = findMergeablePair(form);
+    if (!pair.first) return form;
+    IndexExpr lost = node(IndexExpr::Kind::Add, 0,
+                          {node(IndexExpr::Kind::Mul, pair.first->coeff, {*pair.first->atom}),
+                           node(IndexExpr::Kind::Mul, pair.second->coeff, {*pair.second->atom})});
+    e = node(IndexExpr::Kind::Sub, 0, {node(IndexExpr::Kind::Add, 0, {std::move(e), std::move(pair.merged)}), std::move(lost)});
+  }
 }
 
 bool usesVar(const IndexExpr& e, int var) {

@@ -44,6 +44,15 @@ struct AffineForm {
 // The affine form of `e`. It always exists: what is not affine becomes an atom.
 AffineForm affineForm(const IndexExpr& e);
 
+// The affine form of `e` after rewriting, in place, every pair of terms that floor division
+// makes exactly one simpler term (for every integer x and a, b > 0):
+//   a c (x / a) + c (x % a)           ->  c x
+//   a c ((x / a) % b) + c (x % a)     ->  c (x % (a b))
+// so that an offset such as W[k, crs / 9, (crs / 3) % 3, crs % 3] over [K, C, 3, 3] becomes
+// 576 k + crs. Each rewrite adds the merged term and subtracts the pair, so the terms keep the
+// order of first appearance; the form's atoms point into `e`.
+AffineForm mergedAffineForm(IndexExpr& e);
+
 // Whether `e` reads variable `var`.
 bool usesVar(const IndexExpr& e, int var);
 

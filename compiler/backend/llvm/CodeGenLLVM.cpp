@@ -1549,14 +1549,13 @@ class KernelGen {
     return nullptr;
   }
 
-  // The flat element offset of buffer[idx] in affine form (core/IndexAlgebra.h), in which
-  // every pair d*c*(e / d) + c*(e % d) has become c*e (floor division makes that exact). The tile
-  // pass indexes an image by its pixel p as [p / W + r - 1, p % W + s - 1]: the offset is then
-  // p + (r - 1) * W + s - 1, plainly linear in p, and neighbouring vectors of a pack share one
-  // base instead of each computing its own division. The form's atoms point into `offset`, the
-  // offset as an index expression: sum(stride * idx[d]), last dimension first, with each merged
-  // pair's c*e added and the pair subtracted, so that the terms keep the order in which they
-  // first appear.
+  // The flat element offset of buffer[idx] in affine form, with the floor divisions and modulos
+  // that cancel merged (mergedAffineForm, core/IndexAlgebra.h). The tile pass indexes an image by
+  // its pixel p as [p / W + r - 1, p % W + s - 1]: the offset is then p + (r - 1) * W + s - 1,
+  // plainly linear in p, and neighbouring vectors of a pack share one base instead of each
+  // computing its own division; a conv's weights read as W[k, crs / 9, (crs / 3) % 3, crs % 3]
+  // are 576 k + crs, a row read in order. The form's atoms point into `offset`, the offset as an
+  // index expression: sum(stride * idx[d]), last dimension first.
   static AffineForm linearOffset(const loops::Buffer& buf, const std::vector<IndexExpr>& idx, IndexExpr& offset) {
     offset = IndexExpr::makeConst(0);
     int64_t stride = 1;
@@ -1564,29 +1563,7 @@ class KernelGen {
       offset = node(IndexExpr::Kind::Add, 0, {std::move(offset), node(IndexExpr::Kind::Mul, stride, {idx[d]})});
       stride *= buf.shape[d];
     }
-    for (;;) {
-      AffineForm form = affineForm(offset);
-      const AffineTerm* div = nullptr;
-      const AffineTerm* mod = nullptr;
-      for (const AffineTerm& q : form.terms) {
-        if (!q.atom || q.atom->kind != IndexExpr::Kind::FloorDiv || q.atom->constant <= 0) continue;
-        for (const AffineTerm& m : form.terms)
-          if (m.atom && m.atom->kind == IndexExpr::Kind::Mod && m.atom->constant == q.atom->constant &&
-              q.coeff == m.coeff * q.atom->constant && equal(m.atom->ops[0], q.atom->ops[0])) {
-            mod = &m;
-            break;
-          }
-        if (mod) {
-          div = &q;
-          break;
-        }
-      }
-      if (!div) return form;
-      IndexExpr gained = node(IndexExpr::Kind::Mul, mod->coeff, {div->atom->ops[0]});
-      IndexExpr lost = node(IndexExpr::Kind::Add, 0,
-                            {node(IndexExpr::Kind::Mul, div->coeff, {*div->atom}), node(IndexExpr::Kind::Mul, mod->coeff, {*mod->atom})});
-      offset = node(IndexExpr::Kind::Sub, 0, {node(IndexExpr::Kind::Add, 0, {std::move(offset), std::move(gained)}), std::move(lost)});
-    }
+    return mergedAffineForm(offset);
   }
 
   static IndexExpr node(IndexExpr::Kind kind, int64_t constant, std::vector<IndexExpr> ops) {

@@ -347,5 +347,44 @@ TEST_CASE("loop core: affineForm merges like terms and keeps divisions as atoms"
   CHECK_FALSE(affineForm(sub(mul(big, var(0)), mul(big, var(0)))).overflow);
 }
 
+TEST_CASE("loop core: mergedAffineForm merges the floor divisions and modulos that cancel", "[passes][core]") {
+  // A conv's weights W[k, crs / 9, (crs / 3) % 3, crs % 3] over [64, 64, 3, 3]: 576 k + crs.
+  IndexExpr weights = add(add(add(mul(576, var(0)), mul(9, floorDiv(var(1), 9))), mul(3, mod(floorDiv(var(1), 3), 3))), mod(var(1), 3));
+  const IndexExpr weightsBefore = weights;
+  AffineForm w = mergedAffineForm(weights);
+  CHECK(w.isAffine());
+  CHECK(w.coeffOf(0) == 576);
+  CHECK(w.coeffOf(1) == 1);
+  CHECK(w.constant == 0);
+  CHECK(w.terms.size() == 2);
+
+  // A pixel p read as [p / 56 + r - 1, p % 56 + s - 1] over [56, 56], scaled by 2: 2 p + ...
+  IndexExpr pixel = mul(2, add(mul(56, sub(add(floorDiv(var(2), 56), var(3)), num(1))), sub(add(mod(var(2), 56), var(4)), num(1))));
+  const IndexExpr pixelBefore = pixel;
+  AffineForm p = mergedAffineForm(pixel);
+  CHECK(p.isAffine());
+  CHECK(p.coeffOf(2) == 2);
+  CHECK(p.coeffOf(3) == 112);
+  CHECK(p.coeffOf(4) == 2);
+  CHECK(p.constant == -114);
+
+  // 2 ((x / 3) % 4) + x % 3 does not cancel (the coefficient is not 3): both atoms stay.
+  IndexExpr other = add(mul(2, mod(floorDiv(var(1), 3), 4)), mod(var(1), 3));
+  const IndexExpr otherBefore = other;
+  AffineForm o = mergedAffineForm(other);
+  CHECK_FALSE(o.isAffine());
+  CHECK(o.terms.size() == 2);
+
+  // Every rewrite is exact for negative values too (floor division): the rewritten expressions
+  // agree with the originals everywhere.
+  for (int64_t x = -40; x <= 40; ++x)
+    for (int64_t y = -3; y <= 3; ++y) {
+      const std::vector<int64_t> vals = {y, x, x, y, -y};
+      CHECK(evalIndex(weights, vals) == evalIndex(weightsBefore, vals));
+      CHECK(evalIndex(pixel, vals) == evalIndex(pixelBefore, vals));
+      CHECK(evalIndex(other, vals) == evalIndex(otherBefore, vals));
+    }
+}
+
 }  // namespace
 }  // namespace texc::loops
