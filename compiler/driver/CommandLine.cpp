@@ -6,11 +6,13 @@
 
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <stdexcept>
 
 #include "compiler/analysis/HostModel.h"
 #include "compiler/driver/Commands.h"
+#include "compiler/driver/OutputFile.h"
 
 namespace texc {
 
@@ -166,14 +168,36 @@ int runCommandLine(int argc, char** argv) {
   }
 
   try {
-    if (check->parsed()) return commandCheck(checkOpts);
-    if (compile->parsed()) return commandCompile(compileOpts);
-    if (run->parsed()) return commandRun(runOpts);
-    if (passes->parsed()) return commandPasses(passesOpts, passesTarget);
-    if (explain->parsed()) return commandExplain(explainOpts);
-    if (compare->parsed()) return commandCompare(compareOpts);
-    if (tune->parsed()) return commandTune(tuneOpts);
-    if (explore->parsed()) return commandExplore(exploreOpts);
+    auto dispatch = [&] {
+      if (check->parsed()) return commandCheck(checkOpts);
+      if (compile->parsed()) return commandCompile(compileOpts);
+      if (run->parsed()) return commandRun(runOpts);
+      if (passes->parsed()) return commandPasses(passesOpts, passesTarget);
+      if (explain->parsed()) return commandExplain(explainOpts);
+      if (compare->parsed()) return commandCompare(compareOpts);
+      if (tune->parsed()) return commandTune(tuneOpts);
+      if (explore->parsed()) return commandExplore(exploreOpts);
+      return static_cast<int>(kExitUsage);
+    };
+    // --dump-dir is an output like the others: the passes dump into a staging directory whose
+    // files move into DIR only when the command succeeds (or exits 4, whose outputs are written).
+    Instrumentation* instrumentation = compile->parsed()   ? &compileOpts.program.instrumentation
+                                       : run->parsed()     ? &runOpts.program.instrumentation
+                                       : explain->parsed() ? &explainOpts.program.instrumentation
+                                       : compare->parsed() ? &compareOpts.program.instrumentation
+                                       : tune->parsed()    ? &tuneOpts.program.instrumentation
+                                       : explore->parsed() ? &exploreOpts.program.instrumentation
+                                                           : nullptr;
+    std::optional<StagedDirectory> dumps;
+    if (instrumentation && !instrumentation->dumpDir.empty()) {
+      dumps.emplace(instrumentation->dumpDir);
+      instrumentation->dumpDir = dumps->stagingPath();
+    }
+    if (compare->parsed() && compare->get_option("--fuse")->count() > 0)
+      std::cerr << "texc: note: compare runs every --fuse level as a variant of its own; --fuse changes nothing here\n";
+    const int status = dispatch();
+    if (dumps && (status == kExitOk || status == kExitMismatch)) dumps->commit();
+    return status;
   } catch (const CommandError& e) {
     std::cerr << "texc: error: " << e.message << "\n";
     return e.exitCode;

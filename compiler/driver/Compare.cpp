@@ -1,10 +1,10 @@
 // texc compare: the same program unfused, with elementwise fusion and fully fused, each with its
 // memory plan, and unfused and fused again without one (--no-plan), and, where online-softmax
-// rewrote something, fused without it (`materialized`: the N x N scores stored), run on the same random inputs:
-// kernels, modelled bytes and FLOPs, measured time (median of repeats after a warm-up), effective
-// bandwidth, the memory held for intermediates and the growth of the resident set, and each
-// variant's error against the float64 reference, judged by the per-element error bound (exit 4
-// when a variant is beyond it).
+// rewrote something, fused without it (`materialized`: the N x N scores stored), run on the same
+// random inputs: kernels, modelled bytes, FLOPs and arithmetic intensity, measured time (median of
+// repeats after a warm-up), effective bandwidth, the memory held for intermediates and the growth
+// of the resident set, and each variant's error against the float64 reference, judged by the
+// per-element error bound (exit 4 when a variant is beyond it).
 #include <fmt/format.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -77,7 +77,7 @@ int runCompare(const CompareOptions& o, std::ostream& out, CompareReport* report
   }
   ThreadPool pool(cuda ? 1 : o.threads);
   HardwareModel host = hostHardwareModel();
-  std::vector<std::vector<std::string>> rows = {{"variant", "kernels", "bytes (model)", "FLOPs", "median ms", "min ms", "GB/s",
+  std::vector<std::vector<std::string>> rows = {{"variant", "kernels", "bytes (model)", "FLOPs", "FLOP/B", "median ms", "min ms", "GB/s",
                                                  "of host BW", "GFLOP/s", "temp memory", "RSS growth", "max abs err",
                                                  "max rel err", "error bound"}};
   struct Result {
@@ -191,8 +191,8 @@ int runCompare(const CompareOptions& o, std::ostream& out, CompareReport* report
     std::string name = variant.name;
     if (o.program.noPlan && variant.plan) name += " (--no-plan)";
     double gbps = bytes / (med * 1e6);
-    rows.push_back({name, std::to_string(kernelCount), bytesText(bytes), countText(flops, "FLOP"), fmt::format("{:.3f}", med),
-                    fmt::format("{:.3f}", best), fmt::format("{:.2f}", gbps), cuda ? std::string("-") : fmt::format("{:.2f}", gbps / host.bandwidthGBs),
+    rows.push_back({name, std::to_string(kernelCount), bytesText(bytes), countText(flops, "FLOP"),
+                    fmt::format("{:.3f}", bytes > 0 ? flops / bytes : 0.0), fmt::format("{:.3f}", med), fmt::format("{:.3f}", best), fmt::format("{:.2f}", gbps), cuda ? std::string("-") : fmt::format("{:.2f}", gbps / host.bandwidthGBs),
                     fmt::format("{:.2f}", flops / (med * 1e6)), bytesText(static_cast<double>(memory.intermediateBytes())),
                     rssGrowth < 0 ? std::string("?") : bytesText(static_cast<double>(rssGrowth)), fmt::format("{:.2g}", worst.maxAbs),
                     fmt::format("{:.2g}", worst.maxRel), anyBeyond(checks) ? "BEYOND" : "within"});
@@ -232,10 +232,11 @@ int runCompare(const CompareOptions& o, std::ostream& out, CompareReport* report
     std::string json = "{\"variants\": [";
     for (size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
-      json += fmt::format("{}{{\"name\": \"{}\", \"kernels\": {}, \"bytes_moved\": {:.0f}, \"flops\": {:.0f}, \"time_ms\": {:.6g}, "
+      json += fmt::format("{}{{\"name\": \"{}\", \"kernels\": {}, \"bytes_moved\": {:.0f}, \"flops\": {:.0f}, "
+                         "\"arithmetic_intensity\": {:.6g}, \"time_ms\": {:.6g}, "
                          "\"gbps\": {:.6g}, \"max_abs_error\": {:.6g}, \"max_rel_error\": {:.6g}, \"within_bound\": {}, "
                          "\"planned\": {}, \"intermediate_bytes\": {}, \"rss_growth_bytes\": {}}}",
-                         i ? ", " : "", r.name, r.kernels, r.bytes, r.flops, r.ms, r.gbps, r.error.maxAbs, r.error.maxRel,
+                         i ? ", " : "", r.name, r.kernels, r.bytes, r.flops, r.bytes > 0 ? r.flops / r.bytes : 0.0, r.ms, r.gbps, r.error.maxAbs, r.error.maxRel,
                          anyBeyond(r.checks) ? "false" : "true", r.planned ? "true" : "false", r.intermediateBytes, r.rssGrowth);
     }
     out << json << "]}\n";

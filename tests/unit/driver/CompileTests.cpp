@@ -375,6 +375,38 @@ TEST_CASE("compile: --dump-dir that cannot be created is exit 3", "[driver][comp
   CHECK_FALSE(fs::exists(box.work() / "conv.ll"));
 }
 
+TEST_CASE("--dump-dir is all or nothing: a command that fails leaves no dump", "[driver][compile]") {
+  Sandbox box;
+  // A program error (exit 1) after parse has run: DIR is not created.
+  writeBytes(box.work() / "bad.tex", "input x : f32[4]\noutput y = x + undefined_name\n");
+  Result bad = runTexc(box, {"compile", (box.work() / "bad.tex").string(), "--dump-dir", "bad-dumps", "-o", "bad.ll"});
+  INFO(bad.describe());
+  CHECK(bad.status == 1);
+  CHECK_FALSE(fs::exists(box.work() / "bad-dumps"));
+  CHECK_FALSE(fs::exists(box.work() / "bad.ll"));
+
+  // run fails (exit 2: an input neither given nor --random) after the whole pipeline: an existing
+  // DIR keeps what it held and gets nothing new.
+  fs::create_directories(box.work() / "kept");
+  writeBytes(box.work() / "kept" / "01-parse.tex", "older");
+  Result noInput = runTexc(box, {"run", (kExamples / "gelu.tex").string(), "-D", "N=4", "-D", "D=8", "--dump-dir", "kept"});
+  INFO(noInput.describe());
+  CHECK(noInput.status == 2);
+  std::vector<std::string> kept;
+  for (const auto& entry : fs::directory_iterator(box.work() / "kept")) kept.push_back(entry.path().filename().string());
+  CHECK(kept == std::vector<std::string>{"01-parse.tex"});
+  CHECK(readBytes(box.work() / "kept" / "01-parse.tex") == "older");
+
+  // The same run with its inputs succeeds and replaces the file (no staging leftovers in DIR).
+  expectSuccess(box, {"run", (kExamples / "gelu.tex").string(), "-D", "N=4", "-D", "D=8", "--random", "1", "--dump-dir", "kept",
+                      "--output-dir", "out"});
+  CHECK(readBytes(box.work() / "kept" / "01-parse.tex") != "older");
+  for (const auto& entry : fs::directory_iterator(box.work() / "kept")) {
+    INFO(entry.path().filename().string());
+    CHECK(entry.path().filename().string()[0] != '.');
+  }
+}
+
 TEST_CASE("compile: --time-passes prints a timing table", "[driver][compile]") {
   Sandbox box;
   std::vector<std::string> passes = listedPasses(box);

@@ -3,6 +3,9 @@
 // texc explain, and the planned and unplanned variants of texc compare (table and --json).
 #include <catch2/catch.hpp>
 
+#include <regex>
+#include <string>
+
 #include "tests/unit/driver/DriverTestUtil.h"
 
 namespace texc::drivertest {
@@ -78,6 +81,7 @@ TEST_CASE("plan on the command line: compare runs planned and unplanned variants
   }
   CHECK(contains(table.out, "temp memory"));
   CHECK(contains(table.out, "RSS growth"));
+  CHECK(contains(table.out, "FLOP/B"));  // spec section 6: arithmetic intensity beside bytes and FLOPs
 
   Result json = expectSuccess(box, gelu("compare", {"--repeat", "1", "--threads", "1", "--json"}));
   CHECK(contains(json.out, "{\"name\": \"unfused-unplanned\", \"kernels\": 11,"));
@@ -90,12 +94,27 @@ TEST_CASE("plan on the command line: compare runs planned and unplanned variants
   CHECK(contains(json.out, "{\"name\": \"fused --math=fast\", \"kernels\": 1,"));
   CHECK(countOf(json.out, "\"rss_growth_bytes\": ") == 6);
   CHECK(countOf(json.out, "\"max_rel_error\": ") == 6);
+  // Each variant's arithmetic intensity is its FLOPs over its bytes.
+  const std::regex variantFigures(R"re("bytes_moved": ([0-9]+), "flops": ([0-9]+), "arithmetic_intensity": ([0-9.e+-]+),)re");
+  int figures = 0;
+  for (auto m = std::sregex_iterator(json.out.begin(), json.out.end(), variantFigures); m != std::sregex_iterator(); ++m, ++figures) {
+    const double bytes = std::stod((*m)[1]), flops = std::stod((*m)[2]), intensity = std::stod((*m)[3]);
+    REQUIRE(bytes > 0);
+    CHECK(intensity == Approx(flops / bytes).epsilon(1e-5));
+  }
+  CHECK(figures == 6);
   CHECK(contains(table.out, "--math=fast: fused is "));
 
   // With --math=fast chosen for every variant, no separate fast row; nor for a program without
   // exp, log, tanh, sigmoid or erf.
   Result fast = expectSuccess(box, gelu("compare", {"--repeat", "1", "--threads", "1", "--json", "--math=fast"}));
   CHECK(countOf(fast.out, "\"max_rel_error\": ") == 5);
+
+  // compare's variants set --fuse themselves: the --fuse=none these runs were given is accepted
+  // with a note (and the fused variants above are still 1 kernel); without it, no note.
+  CHECK(contains(table.err, "note: compare runs every --fuse level as a variant of its own"));
+  Result plain = expectSuccess(box, {"compare", (kExamples / "gelu.tex").string(), "-D", "N=16", "-D", "D=40", "--repeat", "1", "--threads", "1"});
+  CHECK_FALSE(contains(plain.err, "--fuse"));
 }
 
 // Where online-softmax rewrote something, compare adds `materialized` (--disable-pass=online-softmax):
