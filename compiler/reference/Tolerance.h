@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct Tolerance {
   double rtol = 0;
   double atol = 0;
   double boundFactor = 3;
+  // The magnitude from which a value rounds to infinity in the output's dtype (round to nearest
+  // even): an infinite element is right where the reference is within its tolerance of it.
+  double overflow = std::numeric_limits<double>::infinity();
 };
 Tolerance toleranceFor(DType outputDtype);
 

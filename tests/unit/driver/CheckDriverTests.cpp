@@ -85,6 +85,21 @@ TEST_CASE("run --check: a result beyond its error bound exits 4, names the worst
   expectStatus(box, args, 0);
 }
 
+TEST_CASE("run --check: an output that overflows its dtype as the reference does is within", "[driver][check]") {
+  Sandbox box;
+  // exp(x * 100) over [-1, 1): f32 stores inf where the reference is up to 2.7e43 (IEEE, numpy);
+  // exp(x * 100) / exp(x * 100) overflows inside and gives NaN against 1: still beyond.
+  writeBytes(box.work() / "overflow.tex", "input x : f32[64]\noutput y = exp(x * 100)\n");
+  writeBytes(box.work() / "inside.tex", "input x : f32[64]\noutput y = exp(x * 100) / exp(x * 100)\n");
+  Result stored = runTexc(box, {"run", (box.work() / "overflow.tex").string(), "--random", "1", "--check", "--output-dir", "o1"});
+  INFO(stored.describe());
+  CHECK(stored.status == 0);
+  CHECK(contains(stored.out + stored.err, "within the error bound"));
+  Result inside = runTexc(box, {"run", (box.work() / "inside.tex").string(), "--random", "1", "--check", "--output-dir", "o2"});
+  INFO(inside.describe());
+  CHECK(inside.status == 4);
+}
+
 TEST_CASE("run --check exits 0 on every example, also on poisoned memory", "[driver][check]") {
   Sandbox box;
   size_t examples = 0;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "RefTestUtil.h"
+#include "compiler/reference/Tolerance.h"
 
 using namespace texc;
 using namespace texc::test;
@@ -56,6 +57,33 @@ TEST_CASE("compareToReference: infinities and NaN", "[reference]") {
     CHECK(e.maxAbs == kInf);
     CHECK(e.maxRel == kInf);
   }
+}
+
+TEST_CASE("compareValues: an infinity is right where the output's dtype overflows", "[reference]") {
+  const std::vector<int64_t> shape = {5};
+  const double inf = std::numeric_limits<double>::infinity();
+  // exp(100) in f32: 2.7e43 does not fit, so +inf is right; -inf is not, nor is inf for a value
+  // that fits with room (3e38), nor a finite result beyond the tolerance.
+  const std::vector<double> ref = {2.6881171418161356e43, 2.6881171418161356e43, 3e38, -1e39, 1e39};
+  const std::vector<double> bounds = {1.6e36, 1.6e36, 0, 6e31, 6e31};
+  const std::vector<double> got = {inf, -inf, inf, -inf, 3.4028234663852886e38};
+  Comparison f32 = compareValues(ref, bounds, got, shape, toleranceFor(DType::F32));
+  auto lists = [](const Comparison& c, const char* index) { return c.details.find(index) != std::string::npos; };
+  CHECK(f32.mismatches == 3);  // elements 1, 2 and 4
+  CHECK(lists(f32, "[1]"));
+  CHECK(lists(f32, "[2]"));
+  CHECK(lists(f32, "[4]"));
+  CHECK_FALSE(lists(f32, "[0]"));
+  CHECK_FALSE(lists(f32, "[3]"));
+  // In f64 nothing overflows: every infinity against a finite reference is a mismatch.
+  CHECK(compareValues(ref, bounds, got, shape, toleranceFor(DType::F64)).mismatches == 5);
+  // f16 overflows from 65520 (halfway to 2^16); 65000 is more than its tolerance (64) below.
+  const std::vector<double> half = {65520, 65000, 70000, 1e5, 1e5};
+  const std::vector<double> none(5, 0.0);
+  Comparison f16 = compareValues(half, none, {inf, inf, inf, inf, -inf}, shape, toleranceFor(DType::F16));
+  CHECK(f16.mismatches == 2);  // 65000 and the wrong sign
+  CHECK(lists(f16, "[1]"));
+  CHECK(lists(f16, "[4]"));
 }
 
 TEST_CASE("layernorm 256x256 matches a direct loop", "[reference]") {
