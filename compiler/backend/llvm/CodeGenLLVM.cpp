@@ -261,13 +261,54 @@ class KernelGen {
     });
   }
 
+  // Whether the body of vector loop `l` holds loops, all of them short windows (a pool's dy and
+  // dx, extents of at most kWindowExtent, which LLVM unrolls whole before its vectorizer runs),
+  // one of them over bf16 pairs (loops/PairBf16Lanes.h), and reads and writes `l`'s variable in
+  // the last dimension only: then every element is a 32-bit word at unit stride along `l`. A
+  // tile inside is not a window.
+  static constexpr int64_t kWindowExtent = 8;
+  static bool holdsOnlyPairedWindowLoops(const Loop& l) {
+    bool paired = false;
+    auto alongRows = [&](const std::vector<IndexExpr>& index) {
+      for (size_t d = 0; d + 1 < index.size(); ++d)
+        if (usesVar(index[d], l.var)) return true;
+      return false;
+    };
+    const bool windows = walk(l.body, [&](const Stmt& s) {
+      if (s.is<Tile>() || (s.is<Loop>() && s.as<Loop>().extent > kWindowExtent)) return WalkAction::Stop;
+      if (s.is<Store>() && alongRows(s.as<Store>().index)) return WalkAction::Stop;
+      bool strided = false;
+      if (const Expr* v = valueOf(s))
+        forEachExprNode(*v, [&](const Expr& e) { strided = strided || (e.kind == ExprKind::Load && alongRows(e.index)); });
+      if (strided) return WalkAction::Stop;
+      paired = paired || (s.is<Loop>() && s.as<Loop>().pairs);
+      return WalkAction::Advance;
+    });
+    return paired && windows;
+  }
+
   // A loop's marks, passed on to LLVM's loop vectorizer as loop metadata: `vector` on a loop
   // with no loop inside is llvm.loop.vectorize.enable (widen it if legal, whatever the cost
   // model thinks of the profit), plus interleave.count where interleave-loops chose one;
   // `scalar` is vectorize.width 1 and interleave.count 1 (one element per iteration, as
   // written). A `vector` loop holding a reduction's loop (a row sum over rows) gets no hint: LLVM
   // widens inner loops only, here the reduction's. Without a mark, the vectorizer decides.
+  // A `vector` loop holding only window loops becomes the innermost loop once LLVM has unrolled
+  // them. With AVX-512, an extent above 16 but not a multiple of it and a window over bf16
+  // pairs, the cost model widened a pool over 28 outputs 4 lanes at a time, or unrolled it whole
+  // and let the SLP vectorizer join 4-lane groups (bf16 conv + pool, 269 instructions per 28
+  // outputs). So such a loop is widened on purpose, not unrolled before it is, and its remainder
+  // runs as masked lanes (vectorize.predicate.enable): two 16-lane iterations, 83 instructions.
+  // Not with AVX2, whose masked loads and stores are dear, nor over strided f32 reads (an f32
+  // pool's 2 x + dx), which masked lanes would turn into gathers.
   void markLoop(llvm::BranchInst* latch, const Loop& l) {
+    if (l.vectorize && opts_.vectorFloats >= 16 && l.extent > opts_.vectorFloats && l.extent % opts_.vectorFloats != 0 &&
+        holdsOnlyPairedWindowLoops(l)) {
+      setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.vectorize.predicate.enable", b_.getTrue()),
+                           loopHint("llvm.loop.unroll.disable", b_.getTrue()),
+                           followup("llvm.loop.vectorize.followup_vectorized", {attribute("llvm.loop.unroll.full")})});
+      return;
+    }
     if (!(l.vectorize && !holdsLoop(l.body)) && !l.scalar) return;
     if (l.vectorize && l.interleave > 0)
       setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.interleave.count", b_.getInt32(l.interleave))});

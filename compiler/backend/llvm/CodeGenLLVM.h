@@ -25,6 +25,7 @@ namespace texc {
 struct CodeGenOptions {
   int optLevel = 3;             // 0 calls libm for transcendental functions
   bool preferWideVectors = true;  // ask for 512-bit vectors where the CPU has AVX-512
+  int vectorFloats = 8;           // f32 lanes of the target's vectors (16 with AVX-512)
   MathMode math = MathMode::Precise;  // --math: the vector math's precise or fast forms
   // The memory plan the buffers will be bound by (null: every buffer its own memory). A kernel
   // that writes its output in place over an input reads that input through the output pointer.

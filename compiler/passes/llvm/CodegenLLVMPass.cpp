@@ -8,6 +8,7 @@
 
 #include "compiler/backend/llvm/CodeGenLLVM.h"
 #include "compiler/passes/Pass.h"
+#include "compiler/passes/loops/MachineInfo.h"
 
 namespace texc {
 
@@ -34,6 +35,7 @@ bool runCodegenLLVM(CompileState& s) {
   CodeGenOptions options;
   options.optLevel = s.options.optLevel;
   options.math = s.options.math;
+  options.vectorFloats = loops::scheduleMachine(s.options.cpu, s.options.threads).vectorFloats;
   if (s.memoryPlan) options.memoryPlan = &*s.memoryPlan;
   s.llvmModule = generateLLVM(*s.loops, *s.llvmContext, options);
   return true;
