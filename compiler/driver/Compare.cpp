@@ -192,7 +192,8 @@ int runCompare(const CompareOptions& o, std::ostream& out, CompareReport* report
     if (o.program.noPlan && variant.plan) name += " (--no-plan)";
     double gbps = bytes / (med * 1e6);
     rows.push_back({name, std::to_string(kernelCount), bytesText(bytes), countText(flops, "FLOP"),
-                    fmt::format("{:.3f}", bytes > 0 ? flops / bytes : 0.0), fmt::format("{:.3f}", med), fmt::format("{:.3f}", best), fmt::format("{:.2f}", gbps), cuda ? std::string("-") : fmt::format("{:.2f}", gbps / host.bandwidthGBs),
+                    fmt::format("{:.3f}", bytes > 0 ? flops / bytes : 0.0), fmt::format("{:.3f}", med), fmt::format("{:.3f}", best),
+                    fmt::format("{:.2f}", gbps), cuda ? std::string("-") : fmt::format("{:.2f}", gbps / host.bandwidthGBs),
                     fmt::format("{:.2f}", flops / (med * 1e6)), bytesText(static_cast<double>(memory.intermediateBytes())),
                     rssGrowth < 0 ? std::string("?") : bytesText(static_cast<double>(rssGrowth)), fmt::format("{:.2g}", worst.maxAbs),
                     fmt::format("{:.2g}", worst.maxRel), anyBeyond(checks) ? "BEYOND" : "within"});
@@ -236,7 +237,8 @@ int runCompare(const CompareOptions& o, std::ostream& out, CompareReport* report
                          "\"arithmetic_intensity\": {:.6g}, \"time_ms\": {:.6g}, "
                          "\"gbps\": {:.6g}, \"max_abs_error\": {:.6g}, \"max_rel_error\": {:.6g}, \"within_bound\": {}, "
                          "\"planned\": {}, \"intermediate_bytes\": {}, \"rss_growth_bytes\": {}}}",
-                         i ? ", " : "", r.name, r.kernels, r.bytes, r.flops, r.bytes > 0 ? r.flops / r.bytes : 0.0, r.ms, r.gbps, r.error.maxAbs, r.error.maxRel,
+                         i ? ", " : "", r.name, r.kernels, r.bytes, r.flops, r.bytes > 0 ? r.flops / r.bytes : 0.0, r.ms, r.gbps,
+                         r.error.maxAbs, r.error.maxRel,
                          anyBeyond(r.checks) ? "false" : "true", r.planned ? "true" : "false", r.intermediateBytes, r.rssGrowth);
     }
     out << json << "]}\n";
