@@ -1,6 +1,7 @@
 #include "compiler/backend/llvm/CodeGenLLVM.h"
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
@@ -888,11 +889,39 @@ class KernelGen {
         llvm::Value* hi = b_.CreateSelect(kp.inside, row(kp.k1), zero);
         const int64_t c = v * w;
         llvm::Value* at = b_.CreateAdd(b_.CreateMul(q, i64(panel)), i64((c / panel) * panel * pairs + c % panel));
-        b_.CreateAlignedStore(b_.CreateShuffleVector(lo, hi, interleave), scratchAt(s.scratch, at), llvm::Align(4));
+        b_.CreateAlignedStore(interleaveWords(lo, hi, interleave), scratchAt(s.scratch, at), llvm::Align(4));
       }
     });
     vars_[s.k.var] = vars_[s.var] = nullptr;
     if (s.amx) zeroPairsToTiles(s, kw, panel);
+  }
+
+  // The words lo[0], hi[0], lo[1], hi[1], ...: one bf16 pair per 32-bit lane. With 16 words a
+  // side (AVX512-BF16 targets, all of which have AVX512BW) it is one vpermt2w of the two halves
+  // as they were loaded: from the generic shuffle LLVM 19 first copies each half into the upper
+  // half of its register (two vinserti64x4 per 64-byte row of the pack, on the pipe the permute
+  // needs too). The permute's indices pass through an empty inline asm once per kernel, or
+  // InstCombine turns the permute back into that shuffle.
+  llvm::Value* interleaveWords(llvm::Value* lo, llvm::Value* hi, const std::vector<int>& interleave) {
+    const auto n = llvm::cast<llvm::FixedVectorType>(lo->getType())->getNumElements();
+    if (n != 16 || !lo->getType()->getScalarType()->isIntegerTy(16)) return b_.CreateShuffleVector(lo, hi, interleave);
+    std::vector<int> widen(32, llvm::PoisonMaskElem);
+    for (int l = 0; l < 16; ++l) widen[l] = l;
+    if (!pairOrder_) {
+      std::vector<uint16_t> order;
+      for (int l = 0; l < 16; ++l) {
+        order.push_back(static_cast<uint16_t>(l));
+        order.push_back(static_cast<uint16_t>(l + 32));  // lane l of the second operand
+      }
+      llvm::Constant* indices = llvm::ConstantDataVector::get(ctx_, order);
+      auto* opaque = llvm::InlineAsm::get(llvm::FunctionType::get(indices->getType(), {indices->getType()}, false), "", "=v,0",
+                                          /*hasSideEffects=*/false);
+      llvm::IRBuilder<> eb(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+      pairOrder_ = eb.CreateCall(opaque, {indices}, "pair.order");
+    }
+    llvm::Value* wideLo = b_.CreateShuffleVector(lo, widen);
+    llvm::Value* wideHi = b_.CreateShuffleVector(hi, widen);
+    return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512_vpermi2var_hi_512, {}, {wideLo, pairOrder_, wideHi});
   }
 
   // An AMX column pack: pairs past the window, up to the end of its last group of 16, are zeros,
@@ -992,8 +1021,9 @@ class KernelGen {
   // The row pack of an AMX tile (Pack::amx): for each panel, row and group of 16 pairs, the row's
   // 32 k steps are one 64-byte load (k is contiguous in the operand; steps past the window are
   // masked off as zeros) stored as one row of an A tile. Rows past the extent read the last row.
-  // An operand whose k is not plainly contiguous (an implicit GEMM's weights, indexed through the
-  // flattened reduction) is packed pair by pair instead: it is packed once per call.
+  // An operand whose k is not contiguous even in its merged offset (linearOffset: an implicit
+  // GEMM's weights read as W[k, crs / 9, (crs / 3) % 3, crs % 3] are) is packed pair by pair
+  // instead.
   void packRowTilesAmx(const Pack& s) {
     if (!unitStrideIn(p_.buffers[s.value.buffer], s.value.index, s.k.var)) return packRowTilesAmxByPairs(s);
     llvm::Value* i0 = index(s.base);
@@ -1831,6 +1861,7 @@ class KernelGen {
   const std::vector<loops::Prefetch>* prefetched_ = nullptr;  // the loop being emitted: loads to prefetch
   int pairVar_ = -1;   // the variable of the bf16 pair loop being emitted (pairedLoop), or -1
   int pairLane_ = 0;   // which element of the pair the value being built is for: 0 even, 1 odd
+  llvm::Value* pairOrder_ = nullptr;  // interleaveWords's permute indices, made opaque once
   std::vector<llvm::Value*> buffers_;
   llvm::Value* lo_ = nullptr;
   llvm::Value* hi_ = nullptr;
