@@ -375,7 +375,7 @@ TEST_CASE("compile: --dump-dir that cannot be created is exit 3", "[driver][comp
   CHECK_FALSE(fs::exists(box.work() / "conv.ll"));
 }
 
-TEST_CASE("--dump-dir is all or nothing: a command that fails leaves no dump", "[driver][compile]") {
+TEST_CASE("compile and run: --dump-dir is all or nothing, a command that fails leaves no dump", "[driver][compile]") {
   Sandbox box;
   // A program error (exit 1) after parse has run: DIR is not created.
   writeBytes(box.work() / "bad.tex", "input x : f32[4]\noutput y = x + undefined_name\n");
