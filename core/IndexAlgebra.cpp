@@ -115,11 +115,7 @@ AffineForm affineForm(const IndexExpr& e) {
 namespace {
 
 IndexExpr node(IndexExpr::Kind kind, int64_t constant, std::vector<IndexExpr> ops) {
-  IndexExpr e;
-  e.kind = kind;
-  e.constant = constant;
-  e.ops = std::move(ops);
-  return e;
+  return IndexExpr::makeNode(kind, constant, std::move(ops));
 }
 
 bool isAtom(const AffineTerm& t, IndexExpr::Kind kind) { return t.atom && t.atom->kind == kind && t.atom->constant > 0; }

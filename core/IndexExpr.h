@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/SourceRange.h"
@@ -28,6 +29,14 @@ struct IndexExpr {
 
   static IndexExpr makeConst(int64_t c) { IndexExpr e; e.constant = c; return e; }
   static IndexExpr makeVar(int v) { IndexExpr e; e.kind = Kind::Var; e.var = v; return e; }
+  // An operation node: Add and Sub of `ops`, or Mul, FloorDiv, Mod of ops[0] by `constant`.
+  static IndexExpr makeNode(Kind k, int64_t constant, std::vector<IndexExpr> ops) {
+    IndexExpr e;
+    e.kind = k;
+    e.constant = constant;
+    e.ops = std::move(ops);
+    return e;
+  }
 };
 
 // Floor division and modulo as the language defines them (rounding toward -infinity).

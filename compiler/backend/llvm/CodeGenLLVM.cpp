@@ -305,9 +305,7 @@ class KernelGen {
   void markLoop(llvm::BranchInst* latch, const Loop& l) {
     if (l.vectorize && opts_.vectorFloats >= 16 && l.extent > opts_.vectorFloats && l.extent % opts_.vectorFloats != 0 &&
         holdsOnlyPairedWindowLoops(l)) {
-      setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.vectorize.predicate.enable", b_.getTrue()),
-                           loopHint("llvm.loop.unroll.disable", b_.getTrue()),
-                           followup("llvm.loop.vectorize.followup_vectorized", {attribute("llvm.loop.unroll.full")})});
+      widenThenUnroll(latch, /*maskedRemainder=*/true);
       return;
     }
     if (!(l.vectorize && !holdsLoop(l.body)) && !l.scalar) return;
@@ -321,6 +319,16 @@ class KernelGen {
   llvm::Metadata* loopHint(const char* name, llvm::Constant* value) {
     llvm::Metadata* ops[] = {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(value)};
     return llvm::MDNode::get(ctx_, ops);
+  }
+
+  // Widen the loop (vectorize.enable), with its remainder as masked lanes if asked, and let
+  // nothing unroll it before that, so that LLVM cannot unroll it whole and vectorize across it
+  // instead; the widened loop is then unrolled whole.
+  void widenThenUnroll(llvm::BranchInst* latch, bool maskedRemainder) {
+    std::vector<llvm::Metadata*> hints = {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.unroll.disable", b_.getTrue()),
+                                          followup("llvm.loop.vectorize.followup_vectorized", {attribute("llvm.loop.unroll.full")})};
+    if (maskedRemainder) hints.push_back(loopHint("llvm.loop.vectorize.predicate.enable", b_.getTrue()));
+    setLoopHints(latch, std::move(hints));
   }
 
   // A loop attribute without a value (`!{!"llvm.loop.unroll.full"}`).
@@ -1219,8 +1227,7 @@ class KernelGen {
         // strided. Left to itself, LLVM unrolled a 32-column loop whole and then vectorized the
         // 8 rows with gathers and scatters (attention's score tiles, 20 % of the kernel).
         if (llvm::isa<llvm::ConstantInt>(colsN))
-          setLoopHints(colLatch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.unroll.disable", b_.getTrue()),
-                                  followup("llvm.loop.vectorize.followup_vectorized", {attribute("llvm.loop.unroll.full")})});
+          widenThenUnroll(colLatch, /*maskedRemainder=*/false);
       });
     };
     if (s.colExtent % s.cols != 0 || s.rowExtent % s.rows != 0) {
@@ -1631,19 +1638,12 @@ class KernelGen {
     offset = IndexExpr::makeConst(0);
     int64_t stride = 1;
     for (size_t d = idx.size(); d-- > 0;) {
-      offset = node(IndexExpr::Kind::Add, 0, {std::move(offset), node(IndexExpr::Kind::Mul, stride, {idx[d]})});
+      offset = IndexExpr::makeNode(IndexExpr::Kind::Add, 0, {std::move(offset), IndexExpr::makeNode(IndexExpr::Kind::Mul, stride, {idx[d]})});
       stride *= buf.shape[d];
     }
     return mergedAffineForm(offset);
   }
 
-  static IndexExpr node(IndexExpr::Kind kind, int64_t constant, std::vector<IndexExpr> ops) {
-    IndexExpr e;
-    e.kind = kind;
-    e.constant = constant;
-    e.ops = std::move(ops);
-    return e;
-  }
 
   // The address of buffer[idx]: its linear form, term by term.
   llvm::Value* address(int buffer, const std::vector<IndexExpr>& idx, bool inBounds = true) {

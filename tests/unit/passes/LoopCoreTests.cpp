@@ -25,11 +25,7 @@ IndexExpr var(int v) { return IndexExpr::makeVar(v); }
 IndexExpr num(int64_t c) { return IndexExpr::makeConst(c); }
 
 IndexExpr node(IndexExpr::Kind kind, int64_t constant, std::vector<IndexExpr> ops) {
-  IndexExpr e;
-  e.kind = kind;
-  e.constant = constant;
-  e.ops = std::move(ops);
-  return e;
+  return IndexExpr::makeNode(kind, constant, std::move(ops));
 }
 IndexExpr add(IndexExpr a, IndexExpr b) { return node(IndexExpr::Kind::Add, 0, {std::move(a), std::move(b)}); }
 IndexExpr sub(IndexExpr a, IndexExpr b) { return node(IndexExpr::Kind::Sub, 0, {std::move(a), std::move(b)}); }
