@@ -7,6 +7,7 @@
 #   bench/bench.sh --quick               smaller sizes, under 3 minutes
 #   bench/bench.sh --json out.json       also every row as JSON
 #   bench/bench.sh --only softmax,gelu   a subset (substrings of workload names)
+#   bench/bench.sh --rounds 5            every workload's rows 5 times, interleaved (noisy machines)
 #   BENCH_SKIP_SETUP=1 bench/bench.sh    skip the install/build step
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """texc benchmark driver: runs every workload for texc and its peers side by side, in one run.
 
-    bench/bench.sh [--quick] [--json FILE] [--markdown FILE] [--only NAME,...] [--repeat R]
+    bench/bench.sh [--quick] [--json FILE] [--markdown FILE] [--only NAME,...] [--repeat N] [--rounds R]
 
 (bench.sh installs what is missing and builds texc first; this script expects both done.)
 
@@ -485,73 +485,157 @@ def make_inputs(wl, indir, seed):
         np.save(os.path.join(indir, name + ".npy"), x)
 
 
+def run_round(wl, args, builds, kernels, indir, threads, state, backwards):
+    """One pass over texc, its variants and the peers at one thread count; `backwards` runs them
+    in the opposite order (alternate rounds do, so that a drift of the machine's speed over the
+    rounds weighs on both ends alike). Returns [(impl, result)] in table order."""
+    env = peer_env(threads, kernels)
+    outdir = os.path.join(WORK, "out%d" % threads)
+    os.makedirs(outdir, exist_ok=True)
+
+    def texc_row():
+        t0 = time.time()
+        r = run_texc(wl, indir, os.path.join(outdir, "texc"), threads, args.repeat, args.texc_budget)
+        texc_out = os.path.join(outdir, "texc", wl["output"] + ".npy")
+        if "unavailable" not in r:
+            if state["ref"] is None:
+                state["ref"] = load_result(texc_out).astype(np.float64)
+                r["check"] = 0.0
+            else:
+                r["check"], bad = compare(state["ref"], texc_out, wl["tol"])
+                if bad:
+                    r["check_fail"] = "%d-thread texc " % threads + bad
+        log("  %-28s %dT  texc %s  (%.1f s)" % (wl["name"], threads, fmt_ms(r), time.time() - t0))
+        return [("texc", r)]
+
+    def variant_row(variant, extra):
+        # texc under other switches (attention: materialized), checked against texc's result.
+        t0 = time.time()
+        vdir = os.path.join(outdir, variant.replace(" ", "_"))
+        r = run_texc(wl, indir, vdir, threads, args.repeat, args.texc_budget, extra)
+        if "unavailable" not in r and state["ref"] is not None:
+            r["check"], bad = compare(state["ref"], os.path.join(vdir, wl["output"] + ".npy"), wl["tol"])
+            if bad:
+                r["check_fail"] = bad
+        log("  %-28s %dT  %s %s  (%.1f s)" % (wl["name"], threads, variant, fmt_ms(r), time.time() - t0))
+        return [(variant, r)]
+
+    def checked(peer, r):
+        peer_out = os.path.join(outdir, peer + ".npy")
+        if "unavailable" not in r and state["ref"] is None and os.path.exists(peer_out):
+            # texc did not finish: the first peer's result becomes the reference instead.
+            state["ref"] = load_result(peer_out).astype(np.float64)
+            r["check"], r["note"] = 0.0, "reference for the check (texc gave no result)"
+        elif "unavailable" not in r and state["ref"] is not None:
+            r["check"], bad = compare(state["ref"], peer_out, wl["tol"])
+            if bad:
+                r["check_fail"] = bad
+        return r
+
+    def cpp_row(peer):
+        t0 = time.time()
+        if builds[peer][1]:
+            r = dict(unavailable=builds[peer][1])
+        else:
+            r = run_cpp(peer, builds[peer][0], wl, indir, os.path.join(outdir, peer + ".npy"), threads,
+                        args.repeat, env, args.peer_timeout)
+        r = checked(peer, r)
+        log("  %-28s %dT  %s %s  (%.1f s)" % (wl["name"], threads, peer, fmt_ms(r), time.time() - t0))
+        return [(peer, r)]
+
+    def py_rows(py):
+        # The Python peers share one process (numpy, numexpr and torch load once).
+        results = run_python(py, wl, indir, outdir, threads, args.repeat, env, args.peer_timeout)
+        out = []
+        for peer in py:
+            if peer in results:
+                out.append((peer, checked(peer, results[peer])))
+                log("  %-28s %dT  %s %s" % (wl["name"], threads, peer, fmt_ms(results[peer])))
+        return out
+
+    peers = [p for p in wl["peers"] if not (threads > 1 and p in ONE_THREAD_ONLY and wl["tex"] in
+                                            ("gelu", "ediff", "softmax", "layernorm"))]
+    py = [p for p in peers if p in PY_PEERS]
+    steps = [texc_row] + [lambda v=v, e=e: variant_row(v, e) for v, e in wl.get("texc_variants", {}).items()]
+    steps += [lambda p=p: cpp_row(p) for p in peers if p not in PY_PEERS]
+    if py:
+        steps.append(lambda: py_rows(py))
+    done = {}
+    for step in (reversed(steps) if backwards else steps):
+        for impl, r in step():
+            done[impl] = r
+    order = ["texc"] + list(wl.get("texc_variants", {})) + peers
+    return [(impl, done[impl]) for impl in order if impl in done]
+
+
+def combine_rounds(impl, rounds, texc_rounds, limit_rounds, wl):
+    """One row from an implementation's results by round number: the median of its round medians, the least of its
+    minimums, and, measured within each round, its time over texc's and its rate over the limit
+    probed at the start of that round; each of those is the median over the rounds, with its
+    range in the notes."""
+    ok = [(i, r) for i, r in sorted(rounds.items()) if "unavailable" not in r]
+    if not ok:
+        return dict(rounds[max(rounds)])
+    row = dict(ok[-1][1])
+    medians = [r["median_ms"] for _, r in ok]
+    row["median_ms"] = float(np.median(medians))
+    row["min_ms"] = min(r["min_ms"] for _, r in ok)
+    row["runs"] = sum(r.get("runs", 0) for _, r in ok)
+    row["round_medians_ms"] = medians
+    checks = [r["check"] for _, r in ok if r.get("check") is not None]
+    if checks:
+        row["check"] = max(checks)
+    fails = [r["check_fail"] for _, r in ok if r.get("check_fail")]
+    if fails:
+        row["check_fail"] = fails[0]
+    ratios = [r["median_ms"] / texc_rounds[i]["median_ms"] for i, r in ok
+              if "median_ms" in texc_rounds.get(i, {})]
+    if ratios:
+        row["round_ratios_to_texc"] = ratios
+    work = wl.get("bytes", wl.get("flops"))
+    fractions = [work / (r["median_ms"] * 1e-3) / 1e9 / limit_rounds[i] for i, r in ok]
+    row["round_fractions_of_limit"] = fractions
+    said = "%d rounds" % len(ok)
+    if ratios and impl != "texc":
+        said += ", time / texc %.3f-%.3f" % (min(ratios), max(ratios))
+    said += ", of the round's limit %.3f-%.3f" % (min(fractions), max(fractions))
+    row["note"] = "; ".join(x for x in (row.get("note", ""), said) if x)
+    return row
+
+
 def run_workload(wl, args, limits, rel, builds, kernels):
     indir = os.path.join(WORK, "in")
     shutil.rmtree(WORK, ignore_errors=True)
     make_inputs(wl, indir, args.seed)
-    rows, ref = [], None
+    state = dict(ref=None)
     threads_list = [1, 2]
+    # by_threads[t][impl] = that implementation's result in each round, in order
+    by_threads = {t: {} for t in threads_list}
+    order = {t: [] for t in threads_list}
+    round_limits = []
+    for rnd in range(args.rounds):
+        if args.rounds > 1:
+            # The limits again at the start of every round, for fractions of the same minutes.
+            probe = limits if rnd == 0 else measure_limits(args.quick)
+            round_limits.append({t: limit_value(probe, wl["limit"], t)[0] for t in threads_list})
+            log("  round %d of %d" % (rnd + 1, args.rounds))
+        for threads in threads_list:
+            for impl, r in run_round(wl, args, builds, kernels, indir, threads, state, backwards=rnd % 2 == 1):
+                if impl not in by_threads[threads]:
+                    by_threads[threads][impl] = {}
+                    order[threads].append(impl)
+                by_threads[threads][impl][rnd] = r
+    rows = []
     for threads in threads_list:
-        env = peer_env(threads, kernels)
-        outdir = os.path.join(WORK, "out%d" % threads)
-        os.makedirs(outdir, exist_ok=True)
-        t0 = time.time()
-        r = run_texc(wl, indir, os.path.join(outdir, "texc"), threads, args.repeat, args.texc_budget)
-        r["impl"] = "texc"
-        texc_out = os.path.join(outdir, "texc", wl["output"] + ".npy")
-        if "unavailable" not in r:
-            if ref is None:
-                ref = load_result(texc_out).astype(np.float64)
-                r["check"] = 0.0
+        texc_rounds = by_threads[threads].get("texc", {})
+        for impl in order[threads]:
+            rounds = by_threads[threads][impl]
+            if args.rounds > 1:
+                r = combine_rounds(impl, rounds, texc_rounds, {i: lim[threads] for i, lim in enumerate(round_limits)}, wl)
             else:
-                r["check"], bad = compare(ref, texc_out, wl["tol"])
-                if bad:
-                    r["check_fail"] = "2-thread texc " + bad
-        rows.append((threads, r))
-        log("  %-28s %dT  texc %s  (%.1f s)" % (wl["name"], threads, fmt_ms(r), time.time() - t0))
-        # texc under other switches (attention: materialized), checked against texc's result.
-        for variant, extra in wl.get("texc_variants", {}).items():
-            t0 = time.time()
-            vdir = os.path.join(outdir, variant.replace(" ", "_"))
-            r = run_texc(wl, indir, vdir, threads, args.repeat, args.texc_budget, extra)
-            r["impl"] = variant
-            if "unavailable" not in r and ref is not None:
-                r["check"], bad = compare(ref, os.path.join(vdir, wl["output"] + ".npy"), wl["tol"])
-                if bad:
-                    r["check_fail"] = bad
+                r = dict(rounds[0])
+            r["impl"] = impl
             rows.append((threads, r))
-            log("  %-28s %dT  %s %s  (%.1f s)" % (wl["name"], threads, variant, fmt_ms(r), time.time() - t0))
-        peers = [p for p in wl["peers"] if not (threads > 1 and p in ONE_THREAD_ONLY and wl["tex"] in
-                                                ("gelu", "ediff", "softmax", "layernorm"))]
-        py = [p for p in peers if p in PY_PEERS]
-        py_results = run_python(py, wl, indir, outdir, threads, args.repeat, env, args.peer_timeout) if py else {}
-        for peer in peers:
-            t0 = time.time()
-            if peer in PY_PEERS:
-                r = py_results.get(peer)
-                if r is None:
-                    continue
-            elif builds[peer][1]:
-                r = dict(unavailable=builds[peer][1])
-            else:
-                r = run_cpp(peer, builds[peer][0], wl, indir, os.path.join(outdir, peer + ".npy"), threads,
-                            args.repeat, env, args.peer_timeout)
-            r["impl"] = peer
-            peer_out = os.path.join(outdir, peer + ".npy")
-            if "unavailable" not in r and ref is None and os.path.exists(peer_out):
-                # texc did not finish: the first peer's result becomes the reference instead.
-                ref = load_result(peer_out).astype(np.float64)
-                r["check"], r["note"] = 0.0, "reference for the check (texc gave no result)"
-            elif "unavailable" not in r and ref is not None:
-                r["check"], bad = compare(ref, peer_out, wl["tol"])
-                if bad:
-                    r["check_fail"] = bad
-            rows.append((threads, r))
-            if peer not in PY_PEERS:
-                log("  %-28s %dT  %s %s  (%.1f s)" % (wl["name"], threads, peer, fmt_ms(r), time.time() - t0))
-        for peer in py:
-            if peer in py_results:
-                log("  %-28s %dT  %s %s" % (wl["name"], threads, peer, fmt_ms(py_results[peer])))
     # Rates, fractions, ratios.
     texc_ms = {t: r["median_ms"] for t, r in rows if r["impl"] == "texc" and "median_ms" in r}
     out = []
@@ -567,8 +651,13 @@ def run_workload(wl, args, limits, rel, builds, kernels):
                 row["gflops"] = wl["flops"] / (r["median_ms"] * 1e-3) / 1e9
                 row["fraction_of_limit"] = row["gflops"] / lim
             row["limit"] = "%s %dT" % (lim_name, threads)
+            if "round_fractions_of_limit" in r:
+                row["fraction_of_limit"] = float(np.median(r["round_fractions_of_limit"]))
+                row["limit"] += ", probed each round"
             if threads in texc_ms:
                 row["ratio_to_texc"] = r["median_ms"] / texc_ms[threads]
+            if "round_ratios_to_texc" in r:
+                row["ratio_to_texc"] = float(np.median(r["round_ratios_to_texc"]))
             if threads == 2 and rel["two_thread_unreliable"]:
                 row["flag"] = "2-thread figures unreliable on this machine"
             if r.get("runs", 0) < MIN_REPEAT:
@@ -605,9 +694,10 @@ def markdown(rows, wls, meta):
     lim, rel = meta["limits"], meta["reliability"]
     lines = ["# texc benchmark: %s" % meta["date"], "",
              "Machine: %s, %d logical CPUs, AVX2 %s, FMA %s, AVX-512 %s. Load average at start %s, at end %s. "
-             "Mode: %s, %d timed runs after one warm-up per row. BLAS kernels: %s. Memory: %s."
+             "Mode: %s, %d timed runs after one warm-up per row%s. BLAS kernels: %s. Memory: %s."
              % (meta["cpu"]["model"], meta["cpu"]["cores"], yes(meta["cpu"]["avx2"]), yes(meta["cpu"]["fma"]),
                 yes(meta["cpu"]["avx512f"]), meta["load_start"], meta["load_end"], meta["mode"], meta["repeat"],
+                rounds_said(meta.get("rounds", 1)),
                 meta["blas_kernels"], meta.get("memory", "(not recorded)")), "",
              "texc's code: %s." % meta.get("texc_cpu", "(unknown)"), "",
              "## Machine limits (measured by this run: best of 7 after a warm-up, with min-median)", "",
@@ -662,6 +752,15 @@ def markdown(rows, wls, meta):
     return "\n".join(lines)
 
 
+def rounds_said(rounds):
+    if rounds == 1:
+        return ""
+    return (", in %d rounds (a workload's rows run one after another, the next round in the opposite "
+            "order; a row's median is the median of its round medians, its time / texc and its fraction "
+            "of the limit the medians of the figures within each round, the limits probed at the start "
+            "of each round)" % rounds)
+
+
 def yes(b):
     return "yes" if b else "no"
 
@@ -673,12 +772,17 @@ def main():
     ap.add_argument("--markdown", default=os.path.join(BENCH, "results", "latest.md"), help="write the tables here")
     ap.add_argument("--only", help="comma-separated substrings of workload names to run")
     ap.add_argument("--repeat", type=int, default=None, help="timed runs per row (at least 5)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run each workload's rows this many times, alternating (time / texc and fractions "
+                         "of the limit become medians of per-round figures, the limits probed each round)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--texc-budget", type=float, default=None,
                     help="seconds one texc row may take; slower rows keep a single timing")
     ap.add_argument("--peer-timeout", type=int, default=300)
     args = ap.parse_args()
     args.repeat = max(MIN_REPEAT, args.repeat or 5)
+    if args.rounds < 1:
+        sys.exit("--rounds must be at least 1")
     if args.texc_budget is None:
         args.texc_budget = 15.0 if args.quick else 45.0
     if not os.path.exists(TEXC):
@@ -715,7 +819,7 @@ def main():
         log("%s" % wl["name"])
         rows += run_workload(wl, args, limits, rel, builds, kernels)
     meta = dict(date=datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), cpu=cpu, mode="quick" if args.quick else "full",
-                repeat=args.repeat, blas_kernels=kernels_said, memory=memory, limits=limits, reliability=rel, texc_cpu=texc_target(),
+                repeat=args.repeat, rounds=args.rounds, blas_kernels=kernels_said, memory=memory, limits=limits, reliability=rel, texc_cpu=texc_target(),
                 load_start="%.1f" % load_start, load_end="%.1f" % os.getloadavg()[0],
                 wall_s=round(time.time() - started, 1))
     md = markdown(rows, wls, meta)
