@@ -34,6 +34,8 @@ import time
 
 import numpy as np
 
+import targets as bench_targets  # bench/targets.py: the open issues' speed targets
+
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 BUILD = os.path.join(BENCH, ".build")
@@ -823,6 +825,9 @@ def main():
                 load_start="%.1f" % load_start, load_end="%.1f" % os.getloadavg()[0],
                 wall_s=round(time.time() - started, 1))
     md = markdown(rows, wls, meta)
+    targets_md, targets = bench_targets.table(rows, cpu)
+    if any("value" in t for t in targets):  # a run with none of the targets' rows (--quick, --only) leaves it out
+        md += "\n" + targets_md
     md += "\nWall time of this run: %.0f s.\n" % meta["wall_s"]
     print(md)
     if args.markdown:
@@ -832,7 +837,7 @@ def main():
     if args.json:
         meta["limits"] = [dict(v, figure=k[0], threads=k[1]) for k, v in sorted(limits.items())]
         with open(args.json, "w") as f:
-            json.dump(dict(meta=meta, rows=rows), f, indent=1)
+            json.dump(dict(meta=meta, rows=rows, targets=targets), f, indent=1)
     log("done in %.0f s" % (time.time() - started))
     return 1 if any(r.get("check_fail") for r in rows) else 0
 
