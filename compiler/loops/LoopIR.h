@@ -44,6 +44,10 @@ struct Expr {
   UnaryOp unaryOp = UnaryOp::Neg;  // Unary
   BinaryOp binaryOp = BinaryOp::Add;
   Builtin builtin = Builtin::Exp;  // Call
+  // Call exp: its argument is <= 0 or NaN (softmax's x - max(x); nonpositive-exp,
+  // loops/NonPositiveExp.h), so the CPU code generator may use exp's cheaper form for that range.
+  // A fact about the value, not a different value: equality ignores it.
+  bool nonPositiveArg = false;
   std::vector<Expr> args;
 };
 

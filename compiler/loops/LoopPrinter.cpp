@@ -1,9 +1,11 @@
 // printLoopProgram: the loop IR as indented text (`texc compile --emit loops`).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/loops/LoopIR.h"
+#include "compiler/loops/NonPositiveExp.h"
 #include "compiler/loops/PairBf16Lanes.h"
 #include "compiler/loops/Walk.h"
 
@@ -48,7 +50,8 @@ struct Printer {
       case ExprKind::Unary: return fmt::format("({}{})", spelling(e.unaryOp), expr(e.args[0]));
       case ExprKind::Binary: return fmt::format("({} {} {})", expr(e.args[0]), spelling(e.binaryOp), expr(e.args[1]));
       case ExprKind::Call: {
-        std::string s = std::string(builtinName(e.builtin)) + "(";
+        // exp[<=0]: an exp whose argument was proved <= 0 (nonpositive-exp).
+        std::string s = std::string(builtinName(e.builtin)) + (e.nonPositiveArg ? "[<=0](" : "(");
         for (size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + expr(e.args[i]);
         return s + ")";
       }
@@ -444,9 +447,25 @@ static void checkLocalBuffers(const LoopProgram& p, std::vector<std::string>& pr
   }
 }
 
+// Every exp marked exp[<=0] still satisfies nonpositive-exp's rule (a later pass could have
+// moved the max loop away from it).
+static void checkNonPositiveExps(const LoopProgram& p, std::vector<std::string>& problems) {
+  std::vector<const Expr*> allowed = nonPositiveExps(p);
+  for (const Kernel& k : p.kernels)
+    forEachStmt(k.body, [&](const Stmt& s) {
+      if (const Expr* v = valueOf(s))
+        forEachExprNode(*v, [&](const Expr& e) {
+          if (e.nonPositiveArg && std::find(allowed.begin(), allowed.end(), &e) == allowed.end())
+            problems.push_back(fmt::format("kernel {}: an exp is marked exp[<=0], but its argument is not x - max(x) "
+                                           "over an earlier loop of the same block", k.name));
+        });
+    });
+}
+
 std::vector<std::string> verifyLoopProgram(const LoopProgram& p) {
   std::vector<std::string> problems;
   checkLocalBuffers(p, problems);
+  checkNonPositiveExps(p, problems);
   for (const Kernel& k : p.kernels) {
     Verifier v{p, k, problems, std::vector<bool>(k.varNames.size(), false)};
     v.block(k.body);

@@ -176,6 +176,9 @@ const Slot kPipeline[] = {
     // on the final loop nests, whose bf16 loops it marks; codegen-llvm reads the marks
     {"pair-bf16-lanes", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "a GPU thread converts its own element"); }},
+    // on the final loop nests, whose exp calls it marks; codegen-llvm reads the marks
+    {"nonpositive-exp", "cpu target",
+     [](const PipelineOptions& o) { return cudaTarget(o, "the CUDA backend calls the device's expf"); }},
     // on the final loop nests; codegen reads it (in-place kernels read through the output pointer)
     {"plan-memory", "memory plan on (--no-plan turns it off)",
      [](const PipelineOptions& o) -> std::string {

@@ -1845,7 +1845,10 @@ class KernelGen {
       default: throw std::logic_error("unhandled builtin in code generation");
     }
     // -O0 calls libm (scalar, exact to an ulp); otherwise inline approximations that vectorize.
-    return opts_.optLevel == 0 ? emitMathLibm(b_, m_, fn, a) : emitMath(b_, fn, a, opts_.math);
+    if (opts_.optLevel == 0) return emitMathLibm(b_, m_, fn, a);
+    // An exp whose argument was proved <= 0 (nonpositive-exp): the same bits, fewer operations.
+    if (e.builtin == Builtin::Exp && e.nonPositiveArg) return emitExpNonPositive(b_, a[0], opts_.math);
+    return emitMath(b_, fn, a, opts_.math);
   }
 
   const LoopProgram& p_;

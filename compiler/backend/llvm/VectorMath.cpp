@@ -316,6 +316,23 @@ Value* expFloat(Emitter& e, Value* x) {
   return e.sel(under, e.c(0.0), e.mul(e.mul(p, s1), s2));
 }
 
+// exp for a float the caller knows is <= 0 or NaN (softmax's x - max(x), loops/NonPositiveExp.h):
+// as expFloat without the upper clamp, and 2^n applied as 2^(n+64) * 2^-64 (n <= 0, so n + 64
+// is a normal exponent down to the -104 cut): the first product is exact and the second rounds
+// once, so the result has expFloat's bits, with one product and three integer operations fewer.
+Value* expNonPositiveFloat(Emitter& e, Value* x) {
+  Value* under = e.olt(x, e.c(kExpMinF));
+  Value* xc = e.sel(under, e.c(kExpMinF), x);
+  const double magic = e.magic() + 127 + 64;
+  Value* t = e.fma(xc, e.c(kLog2eF), e.c(magic));
+  Value* n = e.sub(t, e.c(magic));
+  Value* r = e.fma(n, e.c(-kLn2HiF), xc);  // exact
+  r = e.fma(n, e.c(-kLn2LoF), r);
+  Value* p = expPolyFloat(e, r);
+  Value* scaled = e.mul(e.mul(p, e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)))), e.c(0x1p-64));
+  return e.sel(under, e.c(0.0), scaled);
+}
+
 // sigmoid for float from u = exp(-|x|) in (0, 1] (as expFloat, but 2^n is applied as 2^(n+64) *
 // 2^-64, since n <= 0) and one division: with q = u / (1 + u), 1 - q for x >= 0 and u * (1 - q)
 // for x < 0, both as fma(B, -q, B). The second form makes the rounding error of the division
@@ -570,6 +587,14 @@ Value* emitExp(llvm::IRBuilder<>& B, Value* x) {
   Emitter e(B, x->getType());
   if (!e.f64) return expFloat(e, x);
   return expCore(e, x, nullptr);
+}
+
+Value* emitExpNonPositive(llvm::IRBuilder<>& B, Value* x, MathMode mode) {
+  StrictFP strict(B);
+  Emitter e(B, x->getType());
+  // The fast exp and the f64 one have no cheaper form here: the general ones.
+  if (e.f64 || mode == MathMode::Fast) return emitMath(B, MathFn::Exp, {x}, mode);
+  return expNonPositiveFloat(e, x);
 }
 
 Value* emitLog(llvm::IRBuilder<>& B, Value* x) {
