@@ -571,10 +571,10 @@ def run_round(wl, args, builds, kernels, indir, threads, state, backwards):
 
 
 def combine_rounds(impl, rounds, texc_rounds, limit_rounds, wl):
-    """One row from an implementation's results by round number: the median of its round medians, the least of its
-    minimums, and, measured within each round, its time over texc's and its rate over the limit
-    probed at the start of that round; each of those is the median over the rounds, with its
-    range in the notes."""
+    """One row from an implementation's results by round number: the median of its round
+    medians, the least of its minimums, and, measured within each round, its time over texc's
+    and its rate over the limit probed at the start of that round; each of those is the median
+    over the rounds, with its range in the notes."""
     ok = [(i, r) for i, r in sorted(rounds.items()) if "unavailable" not in r]
     if not ok:
         return dict(rounds[max(rounds)])

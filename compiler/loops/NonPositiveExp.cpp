@@ -55,63 +55,56 @@ bool storesOnlyElementRead(const Store& st, const Expr& e) {
 // reads (softmax's scores stored while their maximum is taken), before the update and at the
 // element the term reads, so that the values the maximum saw are the ones left behind.
 struct MaxLoop {
+  int acc = -1;
   const Expr* term = nullptr;
   int var = -1;
   int64_t extent = 0;
   std::set<int> termBuffers;  // what the term loads
 };
 
-std::optional<MaxLoop> maxLoop(const Loop& l, int& acc) {
+std::optional<MaxLoop> maxLoop(const Loop& l) {
+  // One max update and stores, nothing else.
   const AccUpdate* update = nullptr;
   for (const Stmt& c : l.body) {
-    if (c.is<AccUpdate>() && c.as<AccUpdate>().reduce == ReduceKind::Max && !update) {
-      update = &c.as<AccUpdate>();
-      continue;
-    }
-    if (c.is<Store>()) continue;  // checked below, once the term is known
-    return std::nullopt;          // anything else: not this simple form
+    if (c.is<AccUpdate>() && c.as<AccUpdate>().reduce == ReduceKind::Max && !update) update = &c.as<AccUpdate>();
+    else if (!c.is<Store>()) return std::nullopt;
   }
   if (!update) return std::nullopt;
-  MaxLoop m{&update->value, l.var, l.extent, loadedBuffers(update->value)};
+  MaxLoop m{update->acc, &update->value, l.var, l.extent, loadedBuffers(update->value)};
   bool seenUpdate = false;
   for (const Stmt& c : l.body) {
     if (c.is<AccUpdate>()) {
-      if (c.as<AccUpdate>().acc == update->acc && &c.as<AccUpdate>() != update) return std::nullopt;
-      seenUpdate = seenUpdate || &c.as<AccUpdate>() == update;
+      seenUpdate = true;
       continue;
     }
     const Store& st = c.as<Store>();
     if (m.termBuffers.count(st.buffer) && (seenUpdate || !storesOnlyElementRead(st, *m.term))) return std::nullopt;
   }
-  acc = update->acc;
   return m;
 }
 
-// An exp argument `A - acc` or `A - round(acc)`: the accumulator and A, or -1. A rounding of the
+// The max loop behind an exp argument `A - acc` or `A - round(acc)`, or null. A rounding of the
 // maximum to f16/bf16 keeps it >= A when the maximum is of values in that format already (the
-// term loads only buffers of it), since rounding a representable value changes nothing.
-int shiftedAcc(const LoopProgram& p, const Expr& arg, const MaxLoop* (*lookup)(int, void*), void* ctx) {
-  if (arg.kind != ExprKind::Binary || arg.binaryOp != BinaryOp::Sub) return -1;
+// term is a load of a buffer of it), since rounding a representable value changes nothing.
+const MaxLoop* shiftedMax(const LoopProgram& p, const Expr& arg, const std::map<int, MaxLoop>& maxOf) {
+  if (arg.kind != ExprKind::Binary || arg.binaryOp != BinaryOp::Sub) return nullptr;
   const Expr& b = arg.args[1];
-  if (b.kind == ExprKind::AccRead) return b.acc;
-  if (b.kind != ExprKind::Call || (b.builtin != Builtin::RoundBF16 && b.builtin != Builtin::RoundF16) ||
-      b.args[0].kind != ExprKind::AccRead)
-    return -1;
-  const MaxLoop* m = lookup(b.args[0].acc, ctx);
-  if (!m || m->termBuffers.empty() || m->term->kind != ExprKind::Load) return -1;
-  const DType want = b.builtin == Builtin::RoundBF16 ? DType::BF16 : DType::F16;
-  return p.buffers[m->term->buffer].dtype == want ? b.args[0].acc : -1;
+  const bool rounded = b.kind == ExprKind::Call && (b.builtin == Builtin::RoundBF16 || b.builtin == Builtin::RoundF16);
+  const Expr& read = rounded ? b.args[0] : b;
+  if (read.kind != ExprKind::AccRead) return nullptr;
+  auto it = maxOf.find(read.acc);
+  if (it == maxOf.end()) return nullptr;
+  const MaxLoop& m = it->second;
+  if (rounded && (m.term->kind != ExprKind::Load ||
+                  p.buffers[m.term->buffer].dtype != (b.builtin == Builtin::RoundBF16 ? DType::BF16 : DType::F16)))
+    return nullptr;
+  return &m;
 }
 
 // The exp calls of `block`'s loops that the rule allows, block by block (nested blocks keep
 // their own record of max loops).
 void scan(const LoopProgram& p, Block& block, std::vector<Expr*>& found) {
   std::map<int, MaxLoop> maxOf;
-  auto lookup = [](int acc, void* ctx) -> const MaxLoop* {
-    auto* table = static_cast<std::map<int, MaxLoop>*>(ctx);
-    auto it = table->find(acc);
-    return it == table->end() ? nullptr : &it->second;
-  };
   for (Stmt& s : block) {
     if (s.is<Loop>()) {
       Loop& l = s.as<Loop>();
@@ -121,15 +114,14 @@ void scan(const LoopProgram& p, Block& block, std::vector<Expr*>& found) {
         if (!v) continue;
         forEachExprNode(*v, [&](Expr& e) {
           if (e.kind != ExprKind::Call || e.builtin != Builtin::Exp || e.args.size() != 1) return;
-          const int acc = shiftedAcc(p, e.args[0], lookup, &maxOf);
-          auto m = maxOf.find(acc);
-          if (m == maxOf.end() || m->second.extent != l.extent || setsAcc(s, acc)) return;
-          if (!equal(*m->second.term, e.args[0].args[0], {{m->second.var, l.var}})) return;
+          const MaxLoop* m = shiftedMax(p, e.args[0], maxOf);
+          if (!m || m->extent != l.extent || setsAcc(s, m->acc)) return;
+          if (!equal(*m->term, e.args[0].args[0], {{m->var, l.var}})) return;
           // The loop may store what the term reads only at the element this iteration reads,
           // and not before the exp's own statement.
           for (size_t cj = 0; cj < l.body.size(); ++cj) {
             const Stmt& other = l.body[cj];
-            if (!storesTo(other, m->second.termBuffers)) continue;
+            if (!storesTo(other, m->termBuffers)) continue;
             if (cj < ci || !other.is<Store>() || !storesOnlyElementRead(other.as<Store>(), e.args[0].args[0])) return;
           }
           found.push_back(&e);
@@ -142,10 +134,8 @@ void scan(const LoopProgram& p, Block& block, std::vector<Expr*>& found) {
     // What this statement sets or stores is no longer what an earlier max loop left.
     for (auto it = maxOf.begin(); it != maxOf.end();)
       it = setsAcc(s, it->first) || storesTo(s, it->second.termBuffers) ? maxOf.erase(it) : std::next(it);
-    if (s.is<Loop>()) {
-      int acc = -1;
-      if (std::optional<MaxLoop> m = maxLoop(s.as<Loop>(), acc)) maxOf[acc] = std::move(*m);
-    }
+    if (s.is<Loop>())
+      if (std::optional<MaxLoop> m = maxLoop(s.as<Loop>())) maxOf[m->acc] = std::move(*m);
   }
 }
 

@@ -320,33 +320,28 @@ Value* expFloat(Emitter& e, Value* x) {
 // as expFloat without the upper clamp, and 2^n applied as 2^(n+64) * 2^-64 (n <= 0, so n + 64
 // is a normal exponent down to the -104 cut): the first product is exact and the second rounds
 // once, so the result has expFloat's bits, with one product and three integer operations fewer.
-Value* expNonPositiveFloat(Emitter& e, Value* x) {
-  Value* under = e.olt(x, e.c(kExpMinF));
-  Value* xc = e.sel(under, e.c(kExpMinF), x);
+// e^xc for kExpMinF <= xc <= 0 (the caller clamps): the part expNonPositiveFloat and sigmoid share.
+Value* expClampedNonPositiveFloat(Emitter& e, Value* xc) {
   const double magic = e.magic() + 127 + 64;
   Value* t = e.fma(xc, e.c(kLog2eF), e.c(magic));
   Value* n = e.sub(t, e.c(magic));
   Value* r = e.fma(n, e.c(-kLn2HiF), xc);  // exact
   r = e.fma(n, e.c(-kLn2LoF), r);
   Value* p = expPolyFloat(e, r);
-  Value* scaled = e.mul(e.mul(p, e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)))), e.c(0x1p-64));
-  return e.sel(under, e.c(0.0), scaled);
+  return e.mul(e.mul(p, e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)))), e.c(0x1p-64));
 }
 
-// sigmoid for float from u = exp(-|x|) in (0, 1] (as expFloat, but 2^n is applied as 2^(n+64) *
-// 2^-64, since n <= 0) and one division: with q = u / (1 + u), 1 - q for x >= 0 and u * (1 - q)
+Value* expNonPositiveFloat(Emitter& e, Value* x) {
+  Value* under = e.olt(x, e.c(kExpMinF));
+  return e.sel(under, e.c(0.0), expClampedNonPositiveFloat(e, e.sel(under, e.c(kExpMinF), x)));
+}
+
+// sigmoid for float from u = exp(-|x|) in (0, 1] (expClampedNonPositiveFloat) and one division: with q = u / (1 + u), 1 - q for x >= 0 and u * (1 - q)
 // for x < 0, both as fma(B, -q, B). The second form makes the rounding error of the division
 // matter only in proportion to u, so tiny results are as accurate as u itself.
 Value* sigmoidFloat(Emitter& e, Value* x) {
   Value* v = e.fromBits(e.b.CreateOr(e.bits(x), e.ci(0x80000000u)));  // -|x|
-  Value* vc = e.sel(e.olt(v, e.c(kExpMinF)), e.c(kExpMinF), v);
-  const double magic = e.magic() + 127 + 64;
-  Value* t = e.fma(vc, e.c(kLog2eF), e.c(magic));
-  Value* n = e.sub(t, e.c(magic));
-  Value* r = e.fma(n, e.c(-kLn2HiF), vc);
-  r = e.fma(n, e.c(-kLn2LoF), r);
-  Value* p = expPolyFloat(e, r);
-  Value* u = e.mul(e.mul(p, e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)))), e.c(0x1p-64));
+  Value* u = expClampedNonPositiveFloat(e, e.sel(e.olt(v, e.c(kExpMinF)), e.c(kExpMinF), v));
   Value* negQ = e.div(u, e.sub(e.c(-1.0), u));
   Value* b = e.sel(e.olt(x, e.c(0.0)), u, e.c(1.0));
   return e.fma(b, negQ, b);
@@ -590,10 +585,10 @@ Value* emitExp(llvm::IRBuilder<>& B, Value* x) {
 }
 
 Value* emitExpNonPositive(llvm::IRBuilder<>& B, Value* x, MathMode mode) {
+  // The fast exp and the f64 one have no cheaper form here: the general ones.
+  if (mode == MathMode::Fast || !x->getType()->getScalarType()->isFloatTy()) return emitMath(B, MathFn::Exp, {x}, mode);
   StrictFP strict(B);
   Emitter e(B, x->getType());
-  // The fast exp and the f64 one have no cheaper form here: the general ones.
-  if (e.f64 || mode == MathMode::Fast) return emitMath(B, MathFn::Exp, {x}, mode);
   return expNonPositiveFloat(e, x);
 }
 

@@ -43,13 +43,13 @@ const char* mathName(MathFn fn);
 llvm::Value* emitMath(llvm::IRBuilder<>& B, MathFn fn, llvm::ArrayRef<llvm::Value*> args,
                       MathMode mode = MathMode::Precise);
 
-// fn through libm instead ("expf"/"exp", ...; sigmoid via exp), for unoptimised builds and as a
-// reference. Vector arguments are split into one call per lane, so such loops do not vectorise.
 // exp(x) for an x the caller has proved to be <= 0 or NaN (softmax's x - max(x): the
 // nonpositive-exp pass marks such calls): the same bits as emitMath's exp, with fewer
 // operations in precise f32 (no overflow to guard against, 2^n in one exact product).
 llvm::Value* emitExpNonPositive(llvm::IRBuilder<>& B, llvm::Value* x, MathMode mode = MathMode::Precise);
 
+// fn through libm instead ("expf"/"exp", ...; sigmoid via exp), for unoptimised builds and as a
+// reference. Vector arguments are split into one call per lane, so such loops do not vectorise.
 llvm::Value* emitMathLibm(llvm::IRBuilder<>& B, llvm::Module& M, MathFn fn, llvm::ArrayRef<llvm::Value*> args);
 
 // A call to the C function `name` whose parameters and result all have args[0]'s scalar type;
