@@ -228,7 +228,8 @@ std::string tail(const std::string& s, size_t n) { return s.size() <= n ? s : ".
 // Same value, NaN meeting NaN.
 bool identical(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
-void prepareInto(const ProgramSpec& spec, PreparedProgram& prep, size_t ordinal) {
+// Parse and sema of `spec` under its overrides; throws with the diagnostics when they fail.
+Program analyzeSpec(const ProgramSpec& spec) {
   if (!spec.directiveError.empty()) throw std::runtime_error(spec.relPath + ": " + spec.directiveError);
   SourceFile file(spec.relPath, readFile(spec.path));
   DiagnosticEngine diags(&file);
@@ -237,7 +238,11 @@ void prepareInto(const ProgramSpec& spec, PreparedProgram& prep, size_t ordinal)
   if (std::optional<std::string> bad = checkOverrides(module, spec.overrides)) throw std::runtime_error(*bad);
   std::optional<Program> program = analyze(module, diags, spec.overrides);
   if (!program || diags.hasErrors()) throw std::runtime_error("analysis errors:\n" + diags.render());
-  prep.program = std::move(*program);
+  return std::move(*program);
+}
+
+void prepareInto(const ProgramSpec& spec, PreparedProgram& prep, size_t ordinal) {
+  prep.program = analyzeSpec(spec);
   const Program& p = prep.program;
 
   prep.dir = tempRoot().path / (std::to_string(ordinal) + "-" + spec.path.stem().string());
@@ -447,6 +452,21 @@ const PreparedProgram& prepare(const ProgramSpec& spec) {
     if (prep.error.empty()) prep.error = "unknown error";
   }
   return prep;
+}
+
+const Program* analyzedProgram(const ProgramSpec& spec) {
+  static std::map<std::string, std::optional<Program>> cache;
+  auto it = cache.find(spec.label);
+  if (it == cache.end()) {
+    std::optional<Program> p;
+    try {
+      p = analyzeSpec(spec);
+    } catch (const std::exception&) {
+      // prepare() reports it, in the test that runs every program.
+    }
+    it = cache.emplace(spec.label, std::move(p)).first;
+  }
+  return it->second ? &*it->second : nullptr;
 }
 
 std::string shellCommand(const std::vector<std::string>& argv) {

@@ -76,6 +76,11 @@ struct PreparedProgram {
   std::vector<Job> runs;  // one per variant, in variants() order
 };
 
+// The program of `spec` after parse and sema alone (no inputs, reference or runs), computed once;
+// null when it does not analyze (prepare() says why). For tests that pick programs before
+// paying for their runs.
+const Program* analyzedProgram(const ProgramSpec& spec);
+
 // Prepares `spec` once (and runs every variant); later calls return the cached result. The texc
 // runs get TEXC_POISON=1 unless the environment sets it: poisoned memory, the kernels run twice.
 const PreparedProgram& prepare(const ProgramSpec& spec);

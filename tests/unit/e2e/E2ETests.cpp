@@ -90,9 +90,11 @@ TEST_CASE("e2e: programs with f16/bf16 tensors give the same bits fused and unfu
   const size_t fused = find("-O3 --threads 2"), unfused = find("-O3 --fuse=none --threads 2");
   int checked = 0;
   for (const ProgramSpec& spec : programs()) {
-    const PreparedProgram& prep = prepare(spec);
-    if (!prep.error.empty()) continue;
-    const Program& p = prep.program;
+    // Chosen from the analysis alone: running every program's variants (as the test above does)
+    // to compare a few took two CPU minutes of each CI run.
+    const Program* analyzed = analyzedProgram(spec);
+    if (!analyzed) continue;
+    const Program& p = *analyzed;
     bool low = std::any_of(p.tensors.begin(), p.tensors.end(), [](const TensorInfo& t) { return t.dtype == DType::F16 || t.dtype == DType::BF16; });
     if (!low) continue;
     // Sums and products may be added up in another order in another kernel (the spec allows
@@ -104,6 +106,9 @@ TEST_CASE("e2e: programs with f16/bf16 tensors give the same bits fused and unfu
         reordered = reordered || (v.kind == ValueKind::Reduce && (v.reduceKind == ReduceKind::Sum || v.reduceKind == ReduceKind::Prod));
       });
     if (reordered) continue;
+    const PreparedProgram& prep = prepare(spec);
+    INFO(spec.label << ": " << prep.error);
+    REQUIRE(prep.error.empty());
     ++checked;
     for (int id : p.outputs) {
       const std::string file = p.tensors[id].name + ".npy";
