@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::map<Verdict, int64_t> counts;
-  int64_t programs = 0, runs = 0;
+  int64_t programs = 0, runs = 0, bitPrograms = 0, bitComparisons = 0;
   int64_t total = o.files.empty() ? o.count : static_cast<int64_t>(o.files.size());
   for (int64_t k = 0; k < total; ++k) {
     if (o.timeLimit > 0 && elapsed() > o.timeLimit) break;
@@ -128,6 +128,8 @@ int main(int argc, char** argv) {
     ++programs;
     ++counts[out.verdict];
     runs += out.variantRuns;
+    bitComparisons += out.fusionBitComparisons;
+    bitPrograms += out.fusionBitComparisons > 0;
     if (o.verbose) std::cout << fmt::format("{}: {}\n", stem, verdictName(out.verdict));
     if (programs % 250 == 0)
       std::cerr << fmt::format("{} programs in {:.0f} s, {} failures so far\n", programs, elapsed(),
@@ -159,6 +161,9 @@ int main(int argc, char** argv) {
       "inconclusive, {} mismatches, {} crashes, {} hangs, {} invalid\n",
       programs, runs, variants().size(), elapsed(), counts[Verdict::Pass], counts[Verdict::Inconclusive],
       counts[Verdict::Mismatch], counts[Verdict::Crash], counts[Verdict::Hang], counts[Verdict::Invalid]);
+  std::cout << fmt::format("{} of the programs hold f16/bf16 tensors and no f64 tensor or sum: their fused runs were compared with the "
+                           "unfused ones bit for bit ({} comparisons)\n",
+                           bitPrograms, bitComparisons);
   // A run that checked too little is a failure too: a slow machine must not pass by running few.
   bool tooLittle = false;
   if (programs < o.minPrograms) {

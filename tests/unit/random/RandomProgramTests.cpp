@@ -156,3 +156,31 @@ TEST_CASE("random: a damaged run shrinks to a minimal program", "[random]") {
   CHECK(small.find("exp") == std::string::npos);
   CHECK(small.find("input b") == std::string::npos);
 }
+
+TEST_CASE("random: an f16/bf16 program without sums is compared fused against unfused bit for bit", "[random]") {
+  // h is a fused bf16 producer: rounded where --fuse=none stores it, so every bit must agree.
+  const std::string lowp = "input x : bf16[5, 3]\ninput b : bf16[3]\nh = x * 0.75 + b\noutput y = tanh(h) * h\n";
+  std::vector<Variant> cpu;
+  for (const Variant& v : variants())
+    if (v.options.target == Target::Cpu) cpu.push_back(v);
+  Outcome o = checkProgram(lowp, cpu);
+  INFO(o.report);
+  CHECK(o.verdict == Verdict::Pass);
+  CHECK(o.fusionBitComparisons == 8);  // all and elementwise against none, at -O3 and -O0, 1 and 2 threads
+  // Damaged by one step in the last place of the fused outputs: within any tolerance, but not the same bits.
+  CheckOptions damage;
+  damage.damageForTest = true;
+  Outcome bad = checkProgram(lowp, cpu, damage);
+  CHECK(bad.verdict == Verdict::Mismatch);
+  CHECK(bad.report.find("[--fuse=all -O3 --threads 1 against --fuse=none] output y: an f16/bf16 program without sums gives "
+                        "other bits fused than unfused, first at element 0") != std::string::npos);
+  // Through the child process too.
+  CHECK(runIsolated(lowp, cpu, 120).fusionBitComparisons == 8);
+  // Sums may be added up in another order in another kernel: such programs are held to the reference only.
+  CHECK(checkProgram("input x : bf16[4, 3]\noutput s[i] = sum(j: x[i, j] * x[i, j])\n", cpu).fusionBitComparisons == 0);
+  // So are programs in f32 and f64 alone, and those with f64 tensors: an f32 producer fused into
+  // an f64 kernel is not rounded to f32 (seed 81471, shrunk).
+  CHECK(checkProgram(kSmallProgram, cpu).fusionBitComparisons == 0);
+  CHECK(checkProgram("input x : f64[6]\ninput b : bf16[2]\nt[i < 2] = sqrt(abs(.25) + .25)\noutput y[i < 6] = x[i] - t[1] + b[0]\n", cpu)
+            .fusionBitComparisons == 0);
+}
