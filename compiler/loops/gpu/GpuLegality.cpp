@@ -561,6 +561,7 @@ bool planRowRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& 
   std::set<const Loop*> split;
   std::vector<std::pair<const Loop*, std::vector<std::pair<int, ReduceKind>>>> reduced;
   std::set<int> rowInputs;
+  std::set<int> readElsewhere;  // inputs the row loops also read at another index (a key's row)
   bool ok = true;
   // One region: the row body before the key loop, the key body, or the row body after it.
   auto region = [&](auto begin, auto end, bool after) {
@@ -592,7 +593,7 @@ bool planRowRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& 
           if (const Expr* value = valueOf(b))
             forEachLoad(*value, [&](const Expr& e) {
               if (e.buffer == k.outputBuffer && !rowIndex(e.index, shape, l->var)) ok = false;
-              if (e.buffer != k.outputBuffer && rowIndex(e.index, shape, l->var)) rowInputs.insert(e.buffer);
+              if (e.buffer != k.outputBuffer) (rowIndex(e.index, shape, l->var) ? rowInputs : readElsewhere).insert(e.buffer);
             });
         }
         for (auto& [acc, kind] : accs) fresh.erase(acc);  // combined: a second loop would count it again
@@ -625,8 +626,11 @@ bool planRowRegisters(const LoopProgram& p, const Kernel& k, const KernelShape& 
   m.group = lanes > 1 && perLane % 4 == 0 && k.computeType == DType::F32 ? 4 : 1;
   m.splitLoops = std::move(split);
   m.reduced = std::move(reduced);
+  // A preloaded input's loads in the row loops all become its registers, so one also read at
+  // another index (x[j, 7] beside x[i, u] when one tensor is both queries and keys) stays in
+  // memory (random program, seed 91277).
   for (int b : rowInputs)
-    if (perLane * static_cast<int64_t>(m.preloaded.size() + 2) <= kMaxRowRegisters) m.preloaded.push_back(b);
+    if (!readElsewhere.count(b) && perLane * static_cast<int64_t>(m.preloaded.size() + 2) <= kMaxRowRegisters) m.preloaded.push_back(b);
   return true;
 }
 
