@@ -35,6 +35,7 @@
 #include "compiler/reference/ErrorBound.h"
 #include "compiler/reference/Tolerance.h"
 #include "tests/random/EmulatedCuda.h"
+#include "tests/support/FusionKeepsBits.h"
 
 namespace texc::random {
 
@@ -198,10 +199,10 @@ void checkEmulatedCuda(const std::string& source, const Variant& v, const Progra
 // comparison between fusion modes below.
 using RunOutputs = std::map<std::string, std::vector<std::vector<double>>>;
 
-// Compiles, runs and compares one variant; appends problems to `out`, and the outputs of each
-// thread count's last run to `kept`.
+// Compiles, runs and compares one variant; appends problems to `out`, and, when `kept` is given,
+// the outputs of each thread count's last run to it.
 void checkVariant(const std::string& source, const Variant& v, const Program& analysed, const std::vector<Tensor>& inputs,
-                  const std::vector<RefTensor>& ref, const BoundResult& bounds, bool damage, Outcome& out, RunOutputs& kept) {
+                  const std::vector<RefTensor>& ref, const BoundResult& bounds, bool damage, Outcome& out, RunOutputs* kept) {
   if (v.options.target == Target::Cuda) return checkEmulatedCuda(source, v, analysed, inputs, ref, bounds, damage, out);
   SourceFile file("random.tex", source);
   DiagnosticEngine diags(&file);
@@ -227,34 +228,16 @@ void checkVariant(const std::string& source, const Variant& v, const Program& an
       compareOutputs(v.name + " --threads " + std::to_string(threads) + " (run " + std::to_string(run) + " on poisoned memory)",
                      p, tensors, analysed, ref, bounds, damage, out);
     }
-    std::vector<std::vector<double>>& values = kept[v.name + " --threads " + std::to_string(threads)];
-    for (int id : p.outputs) values.push_back(toDoubles(tensors[id]));
+    if (kept) {
+      std::vector<std::vector<double>>& values = (*kept)[v.name + " --threads " + std::to_string(threads)];
+      for (int id : p.outputs) values.push_back(toDoubles(tensors[id]));
+    }
     ++out.variantRuns;
   }
 }
 
 // The same bits: NaN meets NaN (any payload), a zero keeps its sign.
 bool sameBits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)); }
-
-// Whether fusion must not change a single bit of `p`'s outputs: it holds f16 or bf16 tensors,
-// whose fused producers are rounded where the unfused program stores them (spec section 3,
-// docs/architecture.md), and no sum or product, whose terms may be added up in another order in
-// another kernel (spec 5.5). The same rule as the e2e suite's test of its f16/bf16 programs. And
-// no f64 tensor: an f32 producer fused into an f64 kernel is computed in f64 and not rounded to
-// f32 where the unfused program stores it (seed 81471: sqrt(0.5) as an f32 tensor read by an f64
-// output), which the reference's bound allows but which is not the same bits.
-bool fusionKeepsBits(const Program& p) {
-  bool low = false, reordered = false;
-  for (const TensorInfo& t : p.tensors) {
-    if (t.dtype == DType::F64) return false;
-    low = low || t.dtype == DType::F16 || t.dtype == DType::BF16;
-  }
-  for (const Computation& c : p.computations)
-    forEachValue(c.body, [&](const Value& v) {
-      reordered = reordered || (v.kind == ValueKind::Reduce && (v.reduceKind == ReduceKind::Sum || v.reduceKind == ReduceKind::Prod));
-    });
-  return low && !reordered;
-}
 
 // Each fused variant against `--fuse=none` at the same -O level and thread count, element by
 // element; a difference is a mismatch even where both are within the reference's bound.
@@ -267,11 +250,10 @@ void compareFusionModes(const Program& analysed, const RunOutputs& kept, bool da
         if (a == kept.end() || b == kept.end()) continue;
         ++out.fusionBitComparisons;
         for (size_t k = 0; k < analysed.outputs.size() && k < a->second.size() && k < b->second.size(); ++k) {
-          std::vector<double> x = a->second[k];
+          const std::vector<double>& x = a->second[k];
           const std::vector<double>& y = b->second[k];
-          if (damage && k == 0 && !x.empty()) x[0] = std::nextafter(x[0], INFINITY);
           for (size_t i = 0; i < x.size() && i < y.size(); ++i)
-            if (!sameBits(x[i], y[i])) {
+            if (!sameBits(damage && k == 0 && i == 0 ? std::nextafter(x[i], INFINITY) : x[i], y[i])) {
               out.verdict = Verdict::Mismatch;
               out.report += "[" + a->first + " against --fuse=none] output " + analysed.tensors[analysed.outputs[k]].name +
                             ": an f16/bf16 program without sums gives other bits fused than unfused, first at element " +
@@ -326,17 +308,18 @@ Outcome checkProgram(const std::string& source, const std::vector<Variant>& vs, 
         return out;
       }
 
+  const bool compareFusion = testsupport::fusionKeepsBits(p);
   RunOutputs kept;
   for (const Variant& v : vs) {
     try {
       const bool fast = v.options.math == MathMode::Fast && v.options.target == Target::Cpu;
-      checkVariant(source, v, p, inputs, ref, fast ? fastBounds : bounds, options.damageForTest, out, kept);
+      checkVariant(source, v, p, inputs, ref, fast ? fastBounds : bounds, options.damageForTest, out, compareFusion ? &kept : nullptr);
     } catch (const std::exception& e) {
       out.verdict = Verdict::Mismatch;
       out.report += "[" + v.name + "] exception: " + e.what() + "\n";
     }
   }
-  if (fusionKeepsBits(p)) compareFusionModes(p, kept, options.damageForTest, out);
+  if (compareFusion) compareFusionModes(p, kept, options.damageForTest, out);
   return out;
 }
 

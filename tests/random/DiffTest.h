@@ -44,7 +44,7 @@ struct Outcome {
   int variantRuns = 0;  // variant x thread-count runs that were checked (each CPU one twice, poisoned)
   // Fused runs compared bit for bit with --fuse=none at the same -O level and thread count: made
   // for programs with f16/bf16 tensors and no f64 tensor, sum or product (fusion must keep their
-  // bits; DiffTest.cpp, fusionKeepsBits).
+  // bits; tests/support/FusionKeepsBits.h).
   int fusionBitComparisons = 0;
 };
 

@@ -316,11 +316,9 @@ Value* expFloat(Emitter& e, Value* x) {
   return e.sel(under, e.c(0.0), e.mul(e.mul(p, s1), s2));
 }
 
-// exp for a float the caller knows is <= 0 or NaN (softmax's x - max(x), loops/NonPositiveExp.h):
-// as expFloat without the upper clamp, and 2^n applied as 2^(n+64) * 2^-64 (n <= 0, so n + 64
-// is a normal exponent down to the -104 cut): the first product is exact and the second rounds
-// once, so the result has expFloat's bits, with one product and three integer operations fewer.
-// e^xc for kExpMinF <= xc <= 0 (the caller clamps): the part expNonPositiveFloat and sigmoid share.
+// e^xc for kExpMinF <= xc <= 0 (the caller clamps), shared by expNonPositiveFloat and sigmoid:
+// expFloat's reduction and polynomial, and 2^n applied as 2^(n+64) * 2^-64 (n <= 0, so n + 64 is
+// a normal exponent down to the -104 cut): the first product is exact and the second rounds once.
 Value* expClampedNonPositiveFloat(Emitter& e, Value* xc) {
   const double magic = e.magic() + 127 + 64;
   Value* t = e.fma(xc, e.c(kLog2eF), e.c(magic));
@@ -331,13 +329,16 @@ Value* expClampedNonPositiveFloat(Emitter& e, Value* xc) {
   return e.mul(e.mul(p, e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)))), e.c(0x1p-64));
 }
 
+// exp for a float the caller knows is <= 0 or NaN (softmax's x - max(x), loops/NonPositiveExp.h):
+// expFloat without the upper clamp, so expFloat's bits with one product and three integer
+// operations fewer.
 Value* expNonPositiveFloat(Emitter& e, Value* x) {
   Value* under = e.olt(x, e.c(kExpMinF));
   return e.sel(under, e.c(0.0), expClampedNonPositiveFloat(e, e.sel(under, e.c(kExpMinF), x)));
 }
 
-// sigmoid for float from u = exp(-|x|) in (0, 1] (expClampedNonPositiveFloat) and one division: with q = u / (1 + u), 1 - q for x >= 0 and u * (1 - q)
-// for x < 0, both as fma(B, -q, B). The second form makes the rounding error of the division
+// sigmoid for float from u = exp(-|x|) in (0, 1] (expClampedNonPositiveFloat) and one division:
+// with q = u / (1 + u), 1 - q for x >= 0 and u * (1 - q) for x < 0, both as fma(B, -q, B). The second form makes the rounding error of the division
 // matter only in proportion to u, so tiny results are as accurate as u itself.
 Value* sigmoidFloat(Emitter& e, Value* x) {
   Value* v = e.fromBits(e.b.CreateOr(e.bits(x), e.ci(0x80000000u)));  // -|x|

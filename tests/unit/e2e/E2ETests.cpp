@@ -17,6 +17,7 @@
 #include "frontend/Parser.h"
 #include "frontend/Sema.h"
 #include "frontend/Source.h"
+#include "tests/support/FusionKeepsBits.h"
 
 using namespace texc;
 using namespace texc::e2e;
@@ -95,17 +96,9 @@ TEST_CASE("e2e: programs with f16/bf16 tensors give the same bits fused and unfu
     const Program* analyzed = analyzedProgram(spec);
     if (!analyzed) continue;
     const Program& p = *analyzed;
-    bool low = std::any_of(p.tensors.begin(), p.tensors.end(), [](const TensorInfo& t) { return t.dtype == DType::F16 || t.dtype == DType::BF16; });
-    if (!low) continue;
-    // Sums and products may be added up in another order in another kernel (the spec allows
-    // it; vector accumulators differ between a reduction's own kernel and its reader's): their
-    // programs are held to the reference only. Elementwise code, max and min are exact.
-    bool reordered = false;
-    for (const Computation& c : p.computations)
-      forEachValue(c.body, [&](const Value& v) {
-        reordered = reordered || (v.kind == ValueKind::Reduce && (v.reduceKind == ReduceKind::Sum || v.reduceKind == ReduceKind::Prod));
-      });
-    if (reordered) continue;
+    // Held to the reference only unless fusion must keep every bit (FusionKeepsBits.h: f16/bf16
+    // tensors, no sums or products, no f64).
+    if (!testsupport::fusionKeepsBits(p)) continue;
     const PreparedProgram& prep = prepare(spec);
     INFO(spec.label << ": " << prep.error);
     REQUIRE(prep.error.empty());
