@@ -10,8 +10,9 @@
 // computed after fusion divided by its number of elements: for each distinct read of P (reads
 // with the same index expressions in one consumer count once; LLVM computes them once), the
 // size of the iteration domain around the read, divided by |P|. P is fused when
-//   - it is not an output (an output is written anyway), nor stored as f16/bf16 (the rounding on
-//     store is part of the result), and every read is proven in bounds
+//   - it is not an output (an output is written anyway), nor read by a node computed in a wider
+//     type than its own (an f32 or f16/bf16 producer read by an f64 node: its f32 arithmetic would
+//     be redone in f64, not the unfused program's bits), and every read is proven in bounds
 //     (a read that may fall outside skips its term; the check needs P's own index), and
 //   - P is elementwise and the factor is at most 2 (softmax's exp feeds both the sum and the
 //     normalisation: computed twice, never stored), or
@@ -215,11 +216,12 @@ bool runFuse(CompileState& s) {
 
     const bool readByOnline = std::any_of(reads.begin(), reads.end(), [&](const Read& r) { return g.computations[r.consumer].online != OnlineForm::None; });
 
-    // An f16/bf16 producer computes in f32 and rounds on store; fused, its expression is computed
-    // in the reader's type and then rounded (round_f16/round_bf16): the same bits only when the
-    // reader computes in f32 too.
-    const bool lowReaderIsNotF32 = std::any_of(reads.begin(), reads.end(), [&](const Read& r) {
-      return computeDType(g.tensors[g.computations[r.consumer].tensor].dtype) != DType::F32;
+    // A fused expression is computed in its reader's type. An f32 producer (f16/bf16 compute in
+    // f32 and round on store) read by an f64 node would be computed in f64: not the bits of the
+    // unfused program, which computes it in f32 and stores it (random program seed 81471).
+    const DType producerCompute = computeDType(pt.dtype);
+    const bool readerIsWider = std::any_of(reads.begin(), reads.end(), [&](const Read& r) {
+      return computeDType(g.tensors[g.computations[r.consumer].tensor].dtype) != producerCompute;
     });
 
     FusionDecision d{pt.name, into, false, ""};
@@ -229,9 +231,10 @@ bool runFuse(CompileState& s) {
       d.reason = "not fused: an online-softmax node reads it inside its pass over the keys, where it would be computed again for every row";
     } else if (pt.isOutput) {
       d.reason = "not fused: it is an output, written anyway; its readers load it";
-    } else if ((pt.dtype == DType::F16 || pt.dtype == DType::BF16) && lowReaderIsNotF32) {
-      d.reason = fmt::format("not fused: it is stored as {} and read by a node computed in f64, where its f32 arithmetic would "
-                             "not be repeated bit for bit", dtypeName(pt.dtype));
+    } else if (readerIsWider) {
+      d.reason = fmt::format("not fused: it is computed in f32{} and read by a node computed in f64, where its f32 arithmetic "
+                             "would not be repeated bit for bit",
+                             pt.dtype == DType::F32 ? "" : fmt::format(" and stored as {}", dtypeName(pt.dtype)));
     } else if (!allInBounds) {
       d.reason = "not fused: a read may fall outside it and skip its term; fusing would lose that check";
     } else if (reduction && s.options.fuse == FuseMode::Elementwise) {

@@ -324,7 +324,27 @@ output y[i] = h[i] * w[i]
   const FusionDecision* h = decision(*c, "h");
   REQUIRE(h);
   CHECK_FALSE(h->fused);
-  CHECK(h->reason.find("read by a node computed in f64") != std::string::npos);
+  CHECK(h->reason.find("computed in f32 and stored as f16 and read by a node computed in f64") != std::string::npos);
+}
+
+TEST_CASE("an f32 producer read by a node computed in f64 is not fused", "[fusion]") {
+  // Fused, sqrt would be computed in f64 and never rounded to f32 where the unfused program
+  // stores t: other bits (random program seed 81471). An f64 producer still fuses into f64.
+  auto c = compile(R"(
+input x : f64[8]
+t[i < 2] = sqrt(abs(.25) + .25)
+u = x * 2
+output y[i] = u[i] - t[1]
+)",
+                   FuseMode::All);
+  const FusionDecision* t = decision(*c, "t");
+  REQUIRE(t);
+  CHECK_FALSE(t->fused);
+  CHECK(t->reason == "not fused: it is computed in f32 and read by a node computed in f64, where its f32 arithmetic would not be "
+                     "repeated bit for bit");
+  CHECK(decision(*c, "u")->fused);
+  CHECK(kernels(*c) == 2);
+  requireSameResults(*c);
 }
 
 TEST_CASE("round_f16 and round_bf16 are not names a program can call", "[fusion]") {
