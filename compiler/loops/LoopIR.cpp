@@ -38,6 +38,27 @@ std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k) {
   return out;
 }
 
+std::vector<bool> accumulatorsAddingTerms(const Kernel& k) {
+  std::vector<bool> adds(k.numAccs, false);
+  std::vector<const AccSet*> sets;
+  auto addsTerms = [](ReduceKind r) { return r == ReduceKind::Sum || r == ReduceKind::Prod; };
+  forEachStmt(k.body, [&](const Stmt& s) {
+    if (const auto* i = s.getIf<AccInit>()) adds[i->acc] = adds[i->acc] || addsTerms(i->reduce);
+    if (const auto* u = s.getIf<AccUpdate>()) adds[u->acc] = adds[u->acc] || addsTerms(u->reduce);
+    if (const auto* a = s.getIf<AccSet>()) sets.push_back(a);
+  });
+  // An AccSet that copies an accumulator (pipeline-row-stores' `acc2 := acc1`) adds terms when
+  // the copied one does; any other (online softmax's running statistics) is taken to add them.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const AccSet* a : sets) {
+      const bool copy = a->value.kind == ExprKind::AccRead;
+      if (!adds[a->acc] && (!copy || adds[a->value.acc])) adds[a->acc] = changed = true;
+    }
+  }
+  return adds;
+}
+
 }  // namespace texc::loops
 
 // ---- GPU mapping (map-gpu, sync-gpu-threads) -------------------------------------------------------

@@ -256,7 +256,7 @@ void compareFusionModes(const Program& analysed, const RunOutputs& kept, bool da
             if (!sameBits(damage && k == 0 && i == 0 ? std::nextafter(x[i], INFINITY) : x[i], y[i])) {
               out.verdict = Verdict::Mismatch;
               out.report += "[" + a->first + " against --fuse=none] output " + analysed.tensors[analysed.outputs[k]].name +
-                            ": an f16/bf16 program without sums gives other bits fused than unfused, first at element " +
+                            ": a program without sums gives other bits fused than unfused, first at element " +
                             std::to_string(i) + ": " + fmt::format("{}", x[i]) + " against " + fmt::format("{}", y[i]) + "\n";
               break;
             }

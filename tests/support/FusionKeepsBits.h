@@ -6,24 +6,28 @@
 
 namespace texc::testsupport {
 
-// `p` holds f16 or bf16 tensors, whose fused producers are rounded where the unfused program
-// stores them (spec section 3, docs/architecture.md); no sum or product, whose terms may be added
-// up in another order in another kernel (spec 5.5; vector accumulators differ between a
-// reduction's own kernel and its reader's); and no f64 tensor: an f32 producer fused into an f64
-// kernel is computed in f64 and not rounded to f32 where the unfused program stores it (random
-// program seed 81471: sqrt(0.5) as an f32 tensor read by an f64 output), which the reference's
-// bound allows but which is not the same bits. Elementwise code, max and min are then exact.
+// `p` holds no sum or product, whose terms may be added up in another order in another kernel
+// (spec 5.5; vector accumulators differ between a reduction's own kernel and its reader's).
+// Everything else gives the unfused program's bits: elementwise code is the same operations in
+// the same type; max and min are exact in any order; a fused f16/bf16 producer is rounded where
+// the unfused program stores it (spec section 3, docs/architecture.md); an f32 producer read by
+// an f64 node stays a kernel (random program seed 81471: computed in f64 when fused); and a
+// division by a max or min computed once per row stays a division (seed 135065: the reciprocal
+// is for sums alone).
 inline bool fusionKeepsBits(const Program& p) {
-  bool low = false, reordered = false;
-  for (const TensorInfo& t : p.tensors) {
-    if (t.dtype == DType::F64) return false;
-    low = low || t.dtype == DType::F16 || t.dtype == DType::BF16;
-  }
+  bool reordered = false;
   for (const Computation& c : p.computations)
     forEachValue(c.body, [&](const Value& v) {
       reordered = reordered || (v.kind == ValueKind::Reduce && (v.reduceKind == ReduceKind::Sum || v.reduceKind == ReduceKind::Prod));
     });
-  return low && !reordered;
+  return !reordered;
+}
+
+// Whether `p` holds f16 or bf16 tensors, whose fused producers carry the rounding nodes.
+inline bool holdsLowPrecision(const Program& p) {
+  for (const TensorInfo& t : p.tensors)
+    if (t.dtype == DType::F16 || t.dtype == DType::BF16) return true;
+  return false;
 }
 
 }  // namespace texc::testsupport

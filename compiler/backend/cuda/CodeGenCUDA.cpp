@@ -967,7 +967,8 @@ class KernelGen {
 
   // Before a loop whose statements divide by a row accumulator they do not write (softmax's
   // e / s, attention's O / l): its reciprocal once, and a multiplication per element
-  // (within the tests' bound: one more rounding).
+  // (within the tests' bound: one more rounding). Only for an accumulator that adds up terms
+  // (loops::accumulatorsAddingTerms): a max or min is exact, and so is the division by it.
   void hoistReciprocals(const Block& body, int depth, std::string& out) const {
     std::vector<const Stmt*> all;
     for (const Stmt& st : body) all.push_back(&st);
@@ -981,7 +982,8 @@ class KernelGen {
       if (const auto* a = st.getIf<AccUpdate>()) written.insert(a->acc);
       if (const Expr* v = valueOf(st))
         forEachExprNode(*v, [&](const Expr& e) {
-          if (e.kind == ExprKind::Binary && e.binaryOp == BinaryOp::Div && e.args[1].kind == ExprKind::AccRead) divisors.insert(e.args[1].acc);
+          if (e.kind == ExprKind::Binary && e.binaryOp == BinaryOp::Div && e.args[1].kind == ExprKind::AccRead && accAddsTerms_[e.args[1].acc])
+            divisors.insert(e.args[1].acc);
         });
     };
     for (const Stmt* top : stmts) {
@@ -1461,6 +1463,7 @@ class KernelGen {
 
   const LoopProgram& p_;
   const Kernel& k_;
+  const std::vector<bool> accAddsTerms_ = loops::accumulatorsAddingTerms(k_);  // hoistReciprocals
   const GpuMapping& m_;
   std::string prefix_;
   std::string idx_;

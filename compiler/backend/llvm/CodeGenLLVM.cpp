@@ -93,6 +93,7 @@ class KernelGen {
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     b_.SetInsertPoint(entry);
     for (int a = 0; a < k_.numAccs; ++a) accs_.push_back(b_.CreateAlloca(ft_, nullptr, "acc" + std::to_string(a)));
+    accAddsTerms_ = loops::accumulatorsAddingTerms(k_);
     for (int a = 0; a < k_.numAccs; ++a) {
       accNaN_.push_back(b_.CreateAlloca(b_.getInt1Ty(), nullptr, "acc" + std::to_string(a) + ".nan"));
       b_.CreateStore(b_.getFalse(), accNaN_.back());
@@ -158,14 +159,16 @@ class KernelGen {
   }
 
   // Whether `e` reads accumulators and constants only (no element, no loop variable), and at
-  // least one accumulator.
-  static bool rowStatistic(const Expr& e) {
-    bool acc = false, other = false;
+  // least one accumulator that adds up terms (a sum: softmax's, layer norm's variance). A max or
+  // min alone is exact, and so is the division by it: fused, the program keeps the unfused
+  // program's bits (random program seed 135065: x / (abs(min(16 + max(y), c)) + 0.5)).
+  bool rowStatistic(const Expr& e) const {
+    bool adding = false, other = false;
     forEachExprNode(e, [&](const Expr& n) {
-      acc = acc || n.kind == ExprKind::AccRead;
+      adding = adding || (n.kind == ExprKind::AccRead && accAddsTerms_[n.acc]);
       other = other || n.kind == ExprKind::Load || n.kind == ExprKind::VarValue;
     });
-    return acc && !other;
+    return adding && !other;
   }
 
   // The program's tensors: every buffer before the first local one (LoopIR.h, BufferKind).
@@ -1788,9 +1791,10 @@ class KernelGen {
           case BinaryOp::Mul: return b_.CreateFMul(a, c);
           case BinaryOp::Div: {
             llvm::Value* q = b_.CreateFDiv(a, c);
-            // A division by a row statistic (made of accumulators and constants only: softmax's
-            // sum, layer norm's sqrt(var + eps)) may become a multiplication by its reciprocal,
-            // which LICM then computes once per row: one more rounding, within the error bound.
+            // A division by a row statistic (made of accumulators and constants only, one of them
+            // a sum: softmax's sum, layer norm's sqrt(var + eps)) may become a multiplication by
+            // its reciprocal, which LICM then computes once per row: one more rounding, within
+            // the error bound.
             if (rowStatistic(e.args[1]))
               if (auto* inst = llvm::dyn_cast<llvm::Instruction>(q)) inst->setHasAllowReciprocal(true);
             return q;
@@ -1869,6 +1873,7 @@ class KernelGen {
   llvm::Value* lo_ = nullptr;
   llvm::Value* hi_ = nullptr;
   std::vector<llvm::AllocaInst*> accs_;
+  std::vector<bool> accAddsTerms_;  // by accumulator: a sum or product (rowStatistic)
   std::vector<llvm::AllocaInst*> accNaN_;  // per accumulator: a max or min has met a NaN
   std::vector<llvm::Value*> scratch_;
   // Larger scratch (im2col's patch matrix) is allocated on the heap.

@@ -118,6 +118,10 @@ TEST_CASE("codegen-cuda: fused softmax and layernorm are row-block kernels: a bl
   CHECK(has(softmax.source, "const float rcp1 = 1.0f / acc1;\n"));
   CHECK(has(softmax.source, "y_p_row[s] = (y_p_row[s] * rcp1);"));
   CHECK(!has(softmax.source, "/ acc1)"));
+  // A max is exact: the division by it stays a division, as the unfused program's does.
+  CudaModule byMax = generateAt("tests/e2e/max_scaled_rows.tex");
+  CHECK(has(byMax.source, "y_p_row[s] = (x_p_row[s] / acc0);"));
+  CHECK_FALSE(has(byMax.source, "rcp0"));
   // Rows shorter than a warp: one warp per row, no shared memory, and no barrier: each thread
   // reads back only the y it stored itself.
   CudaModule tiny = generate("softmax.tex", {"R=5", "D=7"});

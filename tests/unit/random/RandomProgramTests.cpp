@@ -157,7 +157,7 @@ TEST_CASE("random: a damaged run shrinks to a minimal program", "[random]") {
   CHECK(small.find("input b") == std::string::npos);
 }
 
-TEST_CASE("random: an f16/bf16 program without sums is compared fused against unfused bit for bit", "[random]") {
+TEST_CASE("random: a program without sums is compared fused against unfused bit for bit", "[random]") {
   // h is a fused bf16 producer: rounded where --fuse=none stores it, so every bit must agree.
   const std::string lowp = "input x : bf16[5, 3]\ninput b : bf16[3]\nh = x * 0.75 + b\noutput y = tanh(h) * h\n";
   std::vector<Variant> cpu;
@@ -172,15 +172,24 @@ TEST_CASE("random: an f16/bf16 program without sums is compared fused against un
   damage.damageForTest = true;
   Outcome bad = checkProgram(lowp, cpu, damage);
   CHECK(bad.verdict == Verdict::Mismatch);
-  CHECK(bad.report.find("[--fuse=all -O3 --threads 1 against --fuse=none] output y: an f16/bf16 program without sums gives "
+  CHECK(bad.report.find("[--fuse=all -O3 --threads 1 against --fuse=none] output y: a program without sums gives "
                         "other bits fused than unfused, first at element 0") != std::string::npos);
   // Through the child process too.
   CHECK(runIsolated(lowp, cpu, 120).fusionBitComparisons == 8);
   // Sums may be added up in another order in another kernel: such programs are held to the reference only.
   CHECK(checkProgram("input x : bf16[4, 3]\noutput s[i] = sum(j: x[i, j] * x[i, j])\n", cpu).fusionBitComparisons == 0);
-  // So are programs in f32 and f64 alone, and those with f64 tensors: an f32 producer fused into
-  // an f64 kernel is not rounded to f32 (seed 81471, shrunk).
+  // Programs in f32 and f64 are compared too, unless they hold a sum (kSmallProgram does).
   CHECK(checkProgram(kSmallProgram, cpu).fusionBitComparisons == 0);
-  CHECK(checkProgram("input x : f64[6]\ninput b : bf16[2]\nt[i < 2] = sqrt(abs(.25) + .25)\noutput y[i < 6] = x[i] - t[1] + b[0]\n", cpu)
-            .fusionBitComparisons == 0);
+  // The f32 producer t, read by the f64 output, stays a kernel (seed 81471, shrunk; fused, it
+  // was computed in f64 and gave other bits).
+  Outcome mixed = checkProgram("input x : f64[6]\ninput b : bf16[2]\nt[i < 2] = sqrt(abs(.25) + .25)\noutput y[i < 6] = x[i] - t[1] + b[0]\n", cpu);
+  INFO(mixed.report);
+  CHECK(mixed.verdict == Verdict::Pass);
+  CHECK(mixed.fusionBitComparisons == 8);
+  // A division by a max computed once per row stays a division (seed 135065, shrunk; its
+  // reciprocal gave the fused program another last bit).
+  Outcome byMax = checkProgram("input x1 : f32[64]\noutput y2 = x1\noutput y3[i] = x1[i] / (abs(min(16 + max(k < 3: y2[0]), 1.41)) + 0.5)\n", cpu);
+  INFO(byMax.report);
+  CHECK(byMax.verdict == Verdict::Pass);
+  CHECK(byMax.fusionBitComparisons == 8);
 }
