@@ -6,6 +6,8 @@
 #
 # Environment: SEED (first seed, default 1), TIME_LIMIT (seconds per job, default none),
 # SAVE_DIR (failing programs and their shrunk forms, default BUILD_DIR/difftest-failures),
+# CPU (compile the CPU variants for this LLVM CPU, which the host must be able to run: haswell
+# checks the AVX2 code on an AVX-512 host; default the host),
 # BUILD_DIR (default build). Builds texc-difftest, then runs JOBS workers at nice 19 over
 # disjoint seed ranges; each worker's log is BUILD_DIR/difftest-JOB.log. Exits 1 when any
 # program failed.
@@ -23,6 +25,7 @@ seed=${SEED:-1}
 save_dir=${SAVE_DIR:-$build_dir/difftest-failures}
 limit=()
 if [[ -n ${TIME_LIMIT:-} ]]; then limit=(--time-limit "$TIME_LIMIT"); fi
+if [[ -n ${CPU:-} ]]; then limit+=(--cpu "$CPU"); fi
 
 if [[ ! -f $build_dir/build.ninja ]]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

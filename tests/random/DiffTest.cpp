@@ -85,6 +85,13 @@ const std::vector<Variant>& variants() {
   return withCuda;
 }
 
+std::vector<Variant> variantsFor(const std::string& cpu) {
+  std::vector<Variant> out = variants();
+  for (Variant& v : out)
+    if (v.options.target == Target::Cpu) v.options.cpu = cpu;
+  return out;
+}
+
 const char* verdictName(Verdict v) {
   switch (v) {
     case Verdict::Pass: return "pass";

@@ -1,7 +1,7 @@
 // texc-difftest: random programs through every pipeline variant against the float64 reference.
 //
 //   texc-difftest [--seed S] [--count N] [--time-limit SECONDS] [--save-failures DIR]
-//                 [--min-programs N] [--max-inconclusive PERCENT]
+//                 [--min-programs N] [--max-inconclusive PERCENT] [--cpu NAME]
 //   texc-difftest --print --seed S          the program of seed S, and nothing else
 //   texc-difftest FILE.tex...               check given programs instead of random ones
 //
@@ -10,7 +10,8 @@
 // seed-N.tex (as generated) and seed-N.min.tex (shrunk, ready for tests/e2e/). Exits 1 when any
 // program failed or the generator produced an invalid one, or when the run checked too little:
 // fewer programs than --min-programs (a time limit hit early) or more inconclusive ones than
-// --max-inconclusive percent; 2 on bad usage.
+// --max-inconclusive percent; 2 on bad usage. --cpu compiles every CPU variant for another CPU
+// that this host can run (znver3 on an AVX-512 host: the AVX2 code of an AMD EPYC).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -21,6 +22,7 @@
 #include <map>
 #include <sstream>
 
+#include "compiler/target/CpuTarget.h"
 #include "tests/random/DiffTest.h"
 #include "tests/random/ProgramGenerator.h"
 #include "tests/random/Shrinker.h"
@@ -38,12 +40,12 @@ std::string readFile(const std::string& path) {
 }
 
 // The variants a failure report names ("[--fuse=none -O0 ..."), so shrinking reruns only those.
-std::vector<Variant> failingVariants(const std::string& report) {
+std::vector<Variant> failingVariants(const std::vector<Variant>& all, const std::string& report) {
   std::vector<Variant> out;
-  for (const Variant& v : variants())
+  for (const Variant& v : all)
     if (report.find("[" + v.name + "]") != std::string::npos || report.find("[" + v.name + " ") != std::string::npos)
       out.push_back(v);
-  return out.empty() ? variants() : out;
+  return out.empty() ? all : out;
 }
 
 // `text` as `#` comment lines, at most `maxLines` of them.
@@ -63,6 +65,7 @@ struct Options {
   int64_t minPrograms = 0;
   double maxInconclusivePercent = 100;
   std::string saveDir;
+  std::string cpu = "host";
   bool shrink = true;
   bool print = false;
   bool verbose = false;
@@ -97,6 +100,7 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", o.verbose, "print every program's verdict");
   app.add_flag("--damage-for-test", o.check.damageForTest,
                "(tests of the tester) damage one element of every run's first output, so every program fails");
+  app.add_option("--cpu", o.cpu, "compile the CPU variants for this CPU (an LLVM CPU name this host can run; default host)");
   app.add_option("files", o.files, "check these .tex files instead of random programs");
   try {
     app.parse(argc, argv);
@@ -107,6 +111,19 @@ int main(int argc, char** argv) {
     std::cout << generateProgram(o.seed);
     return 0;
   }
+  std::vector<std::string> missing;
+  try {
+    missing = texc::missingHostFeatures(texc::cpuTarget(o.cpu));
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "texc-difftest: " << e.what() << "\n";
+    return 2;
+  }
+  if (!missing.empty()) {
+    std::cerr << fmt::format("texc-difftest: --cpu {}: this host lacks {} of its features ({}), so its code cannot run here\n", o.cpu,
+                             missing.size(), missing.front());
+    return 2;
+  }
+  const std::vector<Variant> all = variantsFor(o.cpu);
 
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -124,7 +141,7 @@ int main(int argc, char** argv) {
       stem = std::filesystem::path(o.files[static_cast<size_t>(k)]).stem().string();
       source = readFile(o.files[static_cast<size_t>(k)]);
     }
-    Outcome out = runIsolated(source, variants(), o.timeout, o.check);
+    Outcome out = runIsolated(source, all, o.timeout, o.check);
     ++programs;
     ++counts[out.verdict];
     runs += out.variantRuns;
@@ -143,7 +160,7 @@ int main(int argc, char** argv) {
     }
     std::string minimal = source;
     if (o.shrink) {
-      std::vector<Variant> vs = failingVariants(out.report);
+      std::vector<Variant> vs = failingVariants(all, out.report);
       Verdict want = out.verdict;
       ShrinkStats st;
       minimal = shrinkProgram(
@@ -158,9 +175,10 @@ int main(int argc, char** argv) {
   int64_t failures = counts[Verdict::Mismatch] + counts[Verdict::Crash] + counts[Verdict::Hang];
   std::cout << fmt::format(
       "{} programs, {} variant runs ({} variants x threads; each CPU run twice on poisoned memory) in {:.1f} s: {} passed, {} "
-      "inconclusive, {} mismatches, {} crashes, {} hangs, {} invalid\n",
-      programs, runs, variants().size(), elapsed(), counts[Verdict::Pass], counts[Verdict::Inconclusive],
-      counts[Verdict::Mismatch], counts[Verdict::Crash], counts[Verdict::Hang], counts[Verdict::Invalid]);
+      "inconclusive, {} mismatches, {} crashes, {} hangs, {} invalid; CPU code for {}\n",
+      programs, runs, all.size(), elapsed(), counts[Verdict::Pass], counts[Verdict::Inconclusive],
+      counts[Verdict::Mismatch], counts[Verdict::Crash], counts[Verdict::Hang], counts[Verdict::Invalid],
+      texc::cpuTarget(o.cpu).describe());
   std::cout << fmt::format("{} of the programs hold no sum or product: their fused runs were compared with the "
                            "unfused ones bit for bit ({} comparisons)\n",
                            bitPrograms, bitComparisons);
