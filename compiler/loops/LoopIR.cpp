@@ -59,6 +59,21 @@ std::vector<bool> accumulatorsAddingTerms(const Kernel& k) {
   return adds;
 }
 
+std::vector<bool> buffersHoldingSums(const LoopProgram& p) {
+  std::vector<bool> sums(p.buffers.size(), false);
+  for (const Kernel& k : p.kernels) {
+    const std::vector<bool> adds = accumulatorsAddingTerms(k);
+    forEachStmt(k.body, [&](const Stmt& s) {
+      const Store* st = s.getIf<Store>();
+      if (!st) return;
+      forEachExprNode(st->value, [&](const Expr& e) {
+        if ((e.kind == ExprKind::AccRead && adds[e.acc]) || (e.kind == ExprKind::Load && sums[e.buffer])) sums[st->buffer] = true;
+      });
+    });
+  }
+  return sums;
+}
+
 }  // namespace texc::loops
 
 // ---- GPU mapping (map-gpu, sync-gpu-threads) -------------------------------------------------------

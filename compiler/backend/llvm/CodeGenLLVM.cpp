@@ -94,6 +94,7 @@ class KernelGen {
     b_.SetInsertPoint(entry);
     for (int a = 0; a < k_.numAccs; ++a) accs_.push_back(b_.CreateAlloca(ft_, nullptr, "acc" + std::to_string(a)));
     accAddsTerms_ = loops::accumulatorsAddingTerms(k_);
+    sumBuffers_ = loops::buffersHoldingSums(p_);
     for (int a = 0; a < k_.numAccs; ++a) {
       accNaN_.push_back(b_.CreateAlloca(b_.getInt1Ty(), nullptr, "acc" + std::to_string(a) + ".nan"));
       b_.CreateStore(b_.getFalse(), accNaN_.back());
@@ -158,15 +159,26 @@ class KernelGen {
     b_.CreateRetVoid();
   }
 
-  // Whether `e` reads accumulators and constants only (no element, no loop variable), and at
-  // least one accumulator that adds up terms (a sum: softmax's, layer norm's variance). A max or
-  // min alone is exact, and so is the division by it: fused, the program keeps the unfused
-  // program's bits (random program seed 135065: x / (abs(min(16 + max(y), c)) + 0.5)).
+  // Whether `e` is a row statistic made from a sum: it reads accumulators, constants and values
+  // that do not vary along the innermost loop (elements at an index without its variable, outer
+  // loop variables), and at least one of them adds up terms: an accumulator that does (softmax's
+  // sum, layer norm's variance) or an element of a buffer that holds sums (the same sum, unfused:
+  // `e[i, j] / s[i]`). So fused and unfused programs divide the same way: a max or min alone is
+  // exact, and so is the division by it (random program seed 135065: x / (abs(min(16 + max(y),
+  // c)) + 0.5)); a sum gets its reciprocal either way (tests/e2e/lowp_softmax_f16.tex). In a tile
+  // or a pack, where the innermost variable is not tracked, elements count as varying.
   bool rowStatistic(const Expr& e) const {
     bool adding = false, other = false;
+    auto varies = [&](const IndexExpr& ix) { return innermostVar_ < 0 || usesVar(ix, innermostVar_); };
     forEachExprNode(e, [&](const Expr& n) {
-      adding = adding || (n.kind == ExprKind::AccRead && accAddsTerms_[n.acc]);
-      other = other || n.kind == ExprKind::Load || n.kind == ExprKind::VarValue;
+      if (n.kind == ExprKind::AccRead) adding = adding || accAddsTerms_[n.acc];
+      if (n.kind == ExprKind::VarValue) other = other || (n.index.empty() ? innermostVar_ < 0 || n.var == innermostVar_ : varies(n.index[0]));
+      if (n.kind == ExprKind::Load) {
+        bool invariant = true;
+        for (const IndexExpr& ix : n.index) invariant = invariant && !varies(ix);
+        other = other || !invariant;
+        adding = adding || (invariant && sumBuffers_[n.buffer]);
+      }
     });
     return adding && !other;
   }
@@ -227,8 +239,17 @@ class KernelGen {
         b_.SetInsertPoint(merge);
         break;
       }
-      case StmtKind::Pack: pack(s.as<Pack>()); break;
-      case StmtKind::Tile: tile(s.as<Tile>()); break;
+      case StmtKind::Pack:
+      case StmtKind::Tile: {
+        const int enclosing = innermostVar_;
+        innermostVar_ = -1;  // their loops are built inside; rowStatistic takes elements as varying
+        if (s.is<Pack>())
+          pack(s.as<Pack>());
+        else
+          tile(s.as<Tile>());
+        innermostVar_ = enclosing;
+        break;
+      }
       case StmtKind::AccSet:
         b_.CreateStore(expr(s.as<AccSet>().value), accs_[s.as<AccSet>().acc]);
         b_.CreateStore(b_.getFalse(), accNaN_[s.as<AccSet>().acc]);  // the value carries its own NaN
@@ -1542,6 +1563,8 @@ class KernelGen {
     llvm::Value* start = usesChunk ? lo_ : llvm::ConstantInt::get(i64_, 0);
     llvm::Value* end = usesChunk ? hi_ : llvm::ConstantInt::get(i64_, l.extent);
     varExtents_[l.var] = l.extent;
+    const int enclosing = innermostVar_;
+    innermostVar_ = l.var;
     llvm::BranchInst* latch = countedLoop(k_.varNames[l.var], start, end, [&](llvm::Value* iv) {
       vars_[l.var] = iv;
       const std::vector<loops::Prefetch>* outer = prefetched_;
@@ -1550,6 +1573,7 @@ class KernelGen {
       prefetched_ = outer;
       vars_[l.var] = nullptr;
     });
+    innermostVar_ = enclosing;
     varExtents_[l.var] = 0;
     markLoop(latch, l);
   }
@@ -1705,6 +1729,8 @@ class KernelGen {
   // then for the odd one; a store writes both as one word.
   void pairedLoop(const Loop& l) {
     varExtents_[l.var] = l.extent;
+    const int enclosing = innermostVar_;
+    innermostVar_ = l.var;
     llvm::BranchInst* latch = countedLoop(k_.varNames[l.var], i64(0), i64(l.extent / 2), [&](llvm::Value* pair) {
       vars_[l.var] = b_.CreateShl(pair, 1, "", true, true);
       pairVar_ = l.var;
@@ -1731,6 +1757,7 @@ class KernelGen {
       prefetched_ = outer;
       vars_[l.var] = nullptr;
     });
+    innermostVar_ = enclosing;
     varExtents_[l.var] = 0;
     markLoop(latch, l);
   }
@@ -1874,6 +1901,8 @@ class KernelGen {
   llvm::Value* hi_ = nullptr;
   std::vector<llvm::AllocaInst*> accs_;
   std::vector<bool> accAddsTerms_;  // by accumulator: a sum or product (rowStatistic)
+  std::vector<bool> sumBuffers_;    // by buffer: holds values made from sums (rowStatistic)
+  int innermostVar_ = -1;           // the variable of the loop whose body is being generated; -1 in a tile or pack
   std::vector<llvm::AllocaInst*> accNaN_;  // per accumulator: a max or min has met a NaN
   std::vector<llvm::Value*> scratch_;
   // Larger scratch (im2col's patch matrix) is allocated on the heap.
