@@ -26,8 +26,8 @@ struct Variant {
 };
 const std::vector<Variant>& variants();
 // variants() with every CPU variant's code for `cpu` (texc's --cpu: an LLVM CPU name or "host"),
-// so that one host checks the code another kind of host would run (znver3 or haswell for AVX2 on
-// an AVX-512 machine). The caller checks that this host can run it (missingHostFeatures).
+// so that one host checks the code another kind of host would run (haswell for AVX2 on an
+// AVX-512 machine). The caller checks that this host can run it (missingHostFeatures).
 std::vector<Variant> variantsFor(const std::string& cpu);
 
 enum class Verdict : uint8_t {

@@ -11,7 +11,7 @@
 // program failed or the generator produced an invalid one, or when the run checked too little:
 // fewer programs than --min-programs (a time limit hit early) or more inconclusive ones than
 // --max-inconclusive percent; 2 on bad usage. --cpu compiles every CPU variant for another CPU
-// that this host can run (znver3 on an AVX-512 host: the AVX2 code of an AMD EPYC).
+// that this host can run (haswell on an AVX-512 host: the AVX2 code of an AMD EPYC).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 

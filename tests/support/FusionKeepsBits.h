@@ -1,5 +1,6 @@
-// Which programs fusion must not change by a single bit: the rule shared by the e2e suite's test
-// of its f16/bf16 programs and the differential tester's comparison of fused and unfused runs.
+// Which programs fusion must not change by a single bit, for the differential tester's comparison
+// of fused and unfused runs; and which hold f16/bf16 tensors, the programs the e2e suite compares
+// (all of them, sums included: its sums agree, tests/unit/e2e/E2ETests.cpp).
 #pragma once
 
 #include "frontend/Program.h"

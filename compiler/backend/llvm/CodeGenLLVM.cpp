@@ -40,8 +40,9 @@ llvm::Type* storageType(llvm::LLVMContext& ctx, DType t) {
 
 class KernelGen {
  public:
-  KernelGen(const LoopProgram& p, const Kernel& k, llvm::Module& m, const CodeGenOptions& o)
-      : p_(p), k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), opts_(o) {
+  // `sumBuffers`: loops::buffersHoldingSums(p), computed once for all the program's kernels.
+  KernelGen(const LoopProgram& p, const Kernel& k, const std::vector<bool>& sumBuffers, llvm::Module& m, const CodeGenOptions& o)
+      : p_(p), k_(k), sumBuffers_(sumBuffers), m_(m), ctx_(m.getContext()), b_(ctx_), opts_(o) {
     ft_ = k.computeType == DType::F64 ? llvm::Type::getDoubleTy(ctx_) : llvm::Type::getFloatTy(ctx_);
     i64_ = llvm::Type::getInt64Ty(ctx_);
   }
@@ -94,7 +95,6 @@ class KernelGen {
     b_.SetInsertPoint(entry);
     for (int a = 0; a < k_.numAccs; ++a) accs_.push_back(b_.CreateAlloca(ft_, nullptr, "acc" + std::to_string(a)));
     accAddsTerms_ = loops::accumulatorsAddingTerms(k_);
-    sumBuffers_ = loops::buffersHoldingSums(p_);
     for (int a = 0; a < k_.numAccs; ++a) {
       accNaN_.push_back(b_.CreateAlloca(b_.getInt1Ty(), nullptr, "acc" + std::to_string(a) + ".nan"));
       b_.CreateStore(b_.getFalse(), accNaN_.back());
@@ -1818,10 +1818,9 @@ class KernelGen {
           case BinaryOp::Mul: return b_.CreateFMul(a, c);
           case BinaryOp::Div: {
             llvm::Value* q = b_.CreateFDiv(a, c);
-            // A division by a row statistic (made of accumulators and constants only, one of them
-            // a sum: softmax's sum, layer norm's sqrt(var + eps)) may become a multiplication by
-            // its reciprocal, which LICM then computes once per row: one more rounding, within
-            // the error bound.
+            // A division by a row statistic made from a sum (rowStatistic: softmax's sum, layer
+            // norm's sqrt(var + eps)) may become a multiplication by its reciprocal, which LICM
+            // then computes once per row: one more rounding, within the error bound.
             if (rowStatistic(e.args[1]))
               if (auto* inst = llvm::dyn_cast<llvm::Instruction>(q)) inst->setHasAllowReciprocal(true);
             return q;
@@ -1884,6 +1883,7 @@ class KernelGen {
 
   const LoopProgram& p_;
   const Kernel& k_;
+  const std::vector<bool>& sumBuffers_;  // by buffer: holds values made from sums (rowStatistic)
   llvm::Module& m_;
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
@@ -1901,7 +1901,6 @@ class KernelGen {
   llvm::Value* hi_ = nullptr;
   std::vector<llvm::AllocaInst*> accs_;
   std::vector<bool> accAddsTerms_;  // by accumulator: a sum or product (rowStatistic)
-  std::vector<bool> sumBuffers_;    // by buffer: holds values made from sums (rowStatistic)
   int innermostVar_ = -1;           // the variable of the loop whose body is being generated; -1 in a tile or pack
   std::vector<llvm::AllocaInst*> accNaN_;  // per accumulator: a max or min has met a NaN
   std::vector<llvm::Value*> scratch_;
@@ -1919,7 +1918,8 @@ class KernelGen {
 std::unique_ptr<llvm::Module> generateLLVM(const loops::LoopProgram& program, llvm::LLVMContext& context,
                                            const CodeGenOptions& options) {
   auto module = std::make_unique<llvm::Module>("texc", context);
-  for (const loops::Kernel& k : program.kernels) loops::KernelGen(program, k, *module, options).run();
+  const std::vector<bool> sumBuffers = loops::buffersHoldingSums(program);
+  for (const loops::Kernel& k : program.kernels) loops::KernelGen(program, k, sumBuffers, *module, options).run();
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*module, &os)) throw std::logic_error("generated LLVM IR is invalid: " + os.str());
