@@ -36,10 +36,17 @@ const char* binaryName(BinaryOp op) {
   return "?";
 }
 
-// True when every operand of the root is a leaf (or a boolean condition of select).
+// The reciprocal of a leaf, `1 / s[i]` (reciprocal-of-sums): printed as an operand.
+bool isReciprocalOfLeaf(const Value& v) {
+  return v.kind == ValueKind::Binary && v.binaryOp == BinaryOp::Div && v.args[0].kind == ValueKind::Const && v.args[0].constant == 1 &&
+         isLeaf(v.args[1]);
+}
+
+// True when every operand of the root is a leaf, a leaf's reciprocal or a boolean condition of
+// select.
 bool isSingleOp(const Value& v) {
   for (const Value& a : v.args)
-    if (!isLeaf(a) && !a.isBool) return false;
+    if (!isLeaf(a) && !a.isBool && !isReciprocalOfLeaf(a)) return false;
   return true;
 }
 

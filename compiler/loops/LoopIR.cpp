@@ -38,42 +38,6 @@ std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k) {
   return out;
 }
 
-std::vector<bool> accumulatorsAddingTerms(const Kernel& k) {
-  std::vector<bool> adds(k.numAccs, false);
-  std::vector<const AccSet*> sets;
-  auto addsTerms = [](ReduceKind r) { return r == ReduceKind::Sum || r == ReduceKind::Prod; };
-  forEachStmt(k.body, [&](const Stmt& s) {
-    if (const auto* i = s.getIf<AccInit>()) adds[i->acc] = adds[i->acc] || addsTerms(i->reduce);
-    if (const auto* u = s.getIf<AccUpdate>()) adds[u->acc] = adds[u->acc] || addsTerms(u->reduce);
-    if (const auto* a = s.getIf<AccSet>()) sets.push_back(a);
-  });
-  // An AccSet that copies an accumulator (pipeline-row-stores' `acc2 := acc1`) adds terms when
-  // the copied one does; any other (online softmax's running statistics) is taken to add them.
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const AccSet* a : sets) {
-      const bool copy = a->value.kind == ExprKind::AccRead;
-      if (!adds[a->acc] && (!copy || adds[a->value.acc])) adds[a->acc] = changed = true;
-    }
-  }
-  return adds;
-}
-
-std::vector<bool> buffersHoldingSums(const LoopProgram& p) {
-  std::vector<bool> sums(p.buffers.size(), false);
-  for (const Kernel& k : p.kernels) {
-    const std::vector<bool> adds = accumulatorsAddingTerms(k);
-    forEachStmt(k.body, [&](const Stmt& s) {
-      const Store* st = s.getIf<Store>();
-      if (!st) return;
-      forEachExprNode(st->value, [&](const Expr& e) {
-        if ((e.kind == ExprKind::AccRead && adds[e.acc]) || (e.kind == ExprKind::Load && sums[e.buffer])) sums[st->buffer] = true;
-      });
-    });
-  }
-  return sums;
-}
-
 }  // namespace texc::loops
 
 // ---- GPU mapping (map-gpu, sync-gpu-threads) -------------------------------------------------------

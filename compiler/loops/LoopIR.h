@@ -418,17 +418,6 @@ using texc::usesVar;
 // alone; a kernel that fuse-into-tiles made writes its intermediate too.
 std::vector<bool> buffersStored(const LoopProgram& p, const Kernel& k);
 
-// Which of kernel k's accumulators may add up terms (by id): a sum or product, an online step
-// (AccSet) other than a copy of one that adds none. A max or min is exact in any order; a sum
-// may be added up in another order in another kernel (spec 5.5). The backends divide by the
-// reciprocal of a row statistic only when it reads one that adds terms (docs/architecture.md).
-std::vector<bool> accumulatorsAddingTerms(const Kernel& k);
-
-// Which buffers of `p` hold values made from sums (by id): stored from an accumulator that adds
-// terms, or from a buffer that holds such values (earlier kernels first). Unfused, softmax's
-// `s[i]` is one; fused, the same value is an accumulator. Tiles' outputs are not counted.
-std::vector<bool> buffersHoldingSums(const LoopProgram& p);
-
 // Appends a local buffer (after every tensor, as locals must be) named `name`, or name2, name3,
 // ... when taken; returns its id.
 int addLocalBuffer(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype);

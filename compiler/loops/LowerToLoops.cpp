@@ -214,7 +214,9 @@ class Lowering {
     scopes_.back().body.push_back(std::move(keys));
 
     if (c_.online == OnlineForm::WeightedAverage) {
-      appendColumns(cols, [&] { return outputStore(binary(BinaryOp::Div, outputLoad(), accRead(l))); });
+      // O * (1 / l): the row sum's reciprocal once per row, as reciprocal-of-sums writes the
+      // division of the unfused softmax (a graph pass, which this node's division never meets).
+      appendColumns(cols, [&] { return outputStore(binary(BinaryOp::Mul, outputLoad(), binary(BinaryOp::Div, constant(1), accRead(l)))); });
     } else if (!weighted) {
       Expr lse = binary(BinaryOp::Add, accRead(m), call(Builtin::Log, {accRead(l)}));
       Expr empty = binary(BinaryOp::Eq, accRead(l), constant(0));

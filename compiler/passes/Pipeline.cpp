@@ -79,6 +79,9 @@ const Slot kPipeline[] = {
     {"online-softmax", "always", always},
     // the max, exponentials and row sums it folded in are now unread
     {"dce", "after online-softmax, whose folded nodes it removes", always},
+    // on the unfused graph, after online-softmax (whose pattern is a division by a sum) and
+    // before fuse, so that every kernel that divides by a sum multiplies by the same reciprocal
+    {"reciprocal-of-sums", "always", always},
     // after the cleanups, so it weighs only what survived; last producer first
     {"fuse", "fusion on, --fuse=all or elementwise (--fuse=none turns it off)", fusionOff},
     // the fused producers are now unread

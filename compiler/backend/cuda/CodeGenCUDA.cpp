@@ -403,8 +403,7 @@ class KernelGen {
       case ExprKind::Unary: return fmt::format("({}{})", e.unaryOp == UnaryOp::Neg ? "-" : "!", expr(e.args[0], loads));
       case ExprKind::Binary: {
         if (e.binaryOp == BinaryOp::Mod) throw std::logic_error("'%' reached code generation");
-        if (e.binaryOp == BinaryOp::Div && e.args[1].kind == ExprKind::AccRead && rcpNames_.count(e.args[1].acc))
-          return fmt::format("({} * {})", expr(e.args[0], loads), rcpNames_.at(e.args[1].acc));
+        if (reciprocalOfAcc(e) && rcpNames_.count(e.args[1].acc)) return rcpNames_.at(e.args[1].acc);
         const char* op = e.binaryOp == BinaryOp::And ? "&&" : e.binaryOp == BinaryOp::Or ? "||" : spelling(e.binaryOp);
         return fmt::format("({} {} {})", expr(e.args[0], loads), op, expr(e.args[1], loads));
       }
@@ -965,10 +964,16 @@ class KernelGen {
     out += "  }\n";
   }
 
-  // Before a loop whose statements divide by a row accumulator they do not write (softmax's
-  // e / s, attention's O / l): its reciprocal once, and a multiplication per element
-  // (within the tests' bound: one more rounding). Only for an accumulator that adds up terms
-  // (loops::accumulatorsAddingTerms): a max or min is exact, and so is the division by it.
+  // `1 / acc`: a row statistic's reciprocal, which the graph pass reciprocal-of-sums (softmax's
+  // e * (1 / s)) and the lowering of online softmax (attention's O * (1 / l)) write out.
+  static bool reciprocalOfAcc(const Expr& e) {
+    return e.kind == ExprKind::Binary && e.binaryOp == BinaryOp::Div && e.args[0].kind == ExprKind::Const && e.args[0].constant == 1 &&
+           e.args[1].kind == ExprKind::AccRead;
+  }
+
+  // Before a loop whose statements take the reciprocal of a row accumulator they do not write
+  // (reciprocalOfAcc): the reciprocal once, named, and used by every element. The same value as
+  // computing it per element, so hoisting it changes no bit.
   void hoistReciprocals(const Block& body, int depth, std::string& out) const {
     std::vector<const Stmt*> all;
     for (const Stmt& st : body) all.push_back(&st);
@@ -982,8 +987,7 @@ class KernelGen {
       if (const auto* a = st.getIf<AccUpdate>()) written.insert(a->acc);
       if (const Expr* v = valueOf(st))
         forEachExprNode(*v, [&](const Expr& e) {
-          if (e.kind == ExprKind::Binary && e.binaryOp == BinaryOp::Div && e.args[1].kind == ExprKind::AccRead && accAddsTerms_[e.args[1].acc])
-            divisors.insert(e.args[1].acc);
+          if (reciprocalOfAcc(e)) divisors.insert(e.args[1].acc);
         });
     };
     for (const Stmt* top : stmts) {
@@ -1463,7 +1467,6 @@ class KernelGen {
 
   const LoopProgram& p_;
   const Kernel& k_;
-  const std::vector<bool> accAddsTerms_ = loops::accumulatorsAddingTerms(k_);  // hoistReciprocals
   const GpuMapping& m_;
   std::string prefix_;
   std::string idx_;

@@ -40,9 +40,8 @@ llvm::Type* storageType(llvm::LLVMContext& ctx, DType t) {
 
 class KernelGen {
  public:
-  // `sumBuffers`: loops::buffersHoldingSums(p), computed once for all the program's kernels.
-  KernelGen(const LoopProgram& p, const Kernel& k, const std::vector<bool>& sumBuffers, llvm::Module& m, const CodeGenOptions& o)
-      : p_(p), k_(k), sumBuffers_(sumBuffers), m_(m), ctx_(m.getContext()), b_(ctx_), opts_(o) {
+  KernelGen(const LoopProgram& p, const Kernel& k, llvm::Module& m, const CodeGenOptions& o)
+      : p_(p), k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), opts_(o) {
     ft_ = k.computeType == DType::F64 ? llvm::Type::getDoubleTy(ctx_) : llvm::Type::getFloatTy(ctx_);
     i64_ = llvm::Type::getInt64Ty(ctx_);
   }
@@ -94,7 +93,6 @@ class KernelGen {
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     b_.SetInsertPoint(entry);
     for (int a = 0; a < k_.numAccs; ++a) accs_.push_back(b_.CreateAlloca(ft_, nullptr, "acc" + std::to_string(a)));
-    accAddsTerms_ = loops::accumulatorsAddingTerms(k_);
     for (int a = 0; a < k_.numAccs; ++a) {
       accNaN_.push_back(b_.CreateAlloca(b_.getInt1Ty(), nullptr, "acc" + std::to_string(a) + ".nan"));
       b_.CreateStore(b_.getFalse(), accNaN_.back());
@@ -159,30 +157,6 @@ class KernelGen {
     b_.CreateRetVoid();
   }
 
-  // Whether `e` is a row statistic made from a sum: it reads accumulators, constants and values
-  // that do not vary along the innermost loop (elements at an index without its variable, outer
-  // loop variables), and at least one of them adds up terms: an accumulator that does (softmax's
-  // sum, layer norm's variance) or an element of a buffer that holds sums (the same sum, unfused:
-  // `e[i, j] / s[i]`). So fused and unfused programs divide the same way: a max or min alone is
-  // exact, and so is the division by it (random program seed 135065: x / (abs(min(16 + max(y),
-  // c)) + 0.5)); a sum gets its reciprocal either way (tests/e2e/lowp_softmax_f16.tex). In a tile
-  // or a pack, where the innermost variable is not tracked, elements count as varying.
-  bool rowStatistic(const Expr& e) const {
-    bool adding = false, other = false;
-    auto varies = [&](const IndexExpr& ix) { return innermostVar_ < 0 || usesVar(ix, innermostVar_); };
-    forEachExprNode(e, [&](const Expr& n) {
-      if (n.kind == ExprKind::AccRead) adding = adding || accAddsTerms_[n.acc];
-      if (n.kind == ExprKind::VarValue) other = other || (n.index.empty() ? innermostVar_ < 0 || n.var == innermostVar_ : varies(n.index[0]));
-      if (n.kind == ExprKind::Load) {
-        bool invariant = true;
-        for (const IndexExpr& ix : n.index) invariant = invariant && !varies(ix);
-        other = other || !invariant;
-        adding = adding || (invariant && sumBuffers_[n.buffer]);
-      }
-    });
-    return adding && !other;
-  }
-
   // The program's tensors: every buffer before the first local one (LoopIR.h, BufferKind).
   size_t tensorCount() const {
     size_t n = 0;
@@ -240,16 +214,12 @@ class KernelGen {
         break;
       }
       case StmtKind::Pack:
-      case StmtKind::Tile: {
-        const int enclosing = innermostVar_;
-        innermostVar_ = -1;  // their loops are built inside; rowStatistic takes elements as varying
+      case StmtKind::Tile:
         if (s.is<Pack>())
           pack(s.as<Pack>());
         else
           tile(s.as<Tile>());
-        innermostVar_ = enclosing;
         break;
-      }
       case StmtKind::AccSet:
         b_.CreateStore(expr(s.as<AccSet>().value), accs_[s.as<AccSet>().acc]);
         b_.CreateStore(b_.getFalse(), accNaN_[s.as<AccSet>().acc]);  // the value carries its own NaN
@@ -1563,8 +1533,6 @@ class KernelGen {
     llvm::Value* start = usesChunk ? lo_ : llvm::ConstantInt::get(i64_, 0);
     llvm::Value* end = usesChunk ? hi_ : llvm::ConstantInt::get(i64_, l.extent);
     varExtents_[l.var] = l.extent;
-    const int enclosing = innermostVar_;
-    innermostVar_ = l.var;
     llvm::BranchInst* latch = countedLoop(k_.varNames[l.var], start, end, [&](llvm::Value* iv) {
       vars_[l.var] = iv;
       const std::vector<loops::Prefetch>* outer = prefetched_;
@@ -1573,7 +1541,6 @@ class KernelGen {
       prefetched_ = outer;
       vars_[l.var] = nullptr;
     });
-    innermostVar_ = enclosing;
     varExtents_[l.var] = 0;
     markLoop(latch, l);
   }
@@ -1729,8 +1696,6 @@ class KernelGen {
   // then for the odd one; a store writes both as one word.
   void pairedLoop(const Loop& l) {
     varExtents_[l.var] = l.extent;
-    const int enclosing = innermostVar_;
-    innermostVar_ = l.var;
     llvm::BranchInst* latch = countedLoop(k_.varNames[l.var], i64(0), i64(l.extent / 2), [&](llvm::Value* pair) {
       vars_[l.var] = b_.CreateShl(pair, 1, "", true, true);
       pairVar_ = l.var;
@@ -1757,7 +1722,6 @@ class KernelGen {
       prefetched_ = outer;
       vars_[l.var] = nullptr;
     });
-    innermostVar_ = enclosing;
     varExtents_[l.var] = 0;
     markLoop(latch, l);
   }
@@ -1816,15 +1780,9 @@ class KernelGen {
           case BinaryOp::Add: return b_.CreateFAdd(a, c);
           case BinaryOp::Sub: return b_.CreateFSub(a, c);
           case BinaryOp::Mul: return b_.CreateFMul(a, c);
-          case BinaryOp::Div: {
-            llvm::Value* q = b_.CreateFDiv(a, c);
-            // A division by a row statistic made from a sum (rowStatistic: softmax's sum, layer
-            // norm's sqrt(var + eps)) may become a multiplication by its reciprocal, which LICM
-            // then computes once per row: one more rounding, within the error bound.
-            if (rowStatistic(e.args[1]))
-              if (auto* inst = llvm::dyn_cast<llvm::Instruction>(q)) inst->setHasAllowReciprocal(true);
-            return q;
-          }
+          // A division by a sum's reciprocal arrives as `a * (1 / s)` (reciprocal-of-sums, a graph
+          // pass), so that fused and unfused kernels round alike; LLVM hoists `1 / s` out of the row.
+          case BinaryOp::Div: return b_.CreateFDiv(a, c);
           case BinaryOp::Lt: return b_.CreateFCmpOLT(a, c);
           case BinaryOp::Le: return b_.CreateFCmpOLE(a, c);
           case BinaryOp::Gt: return b_.CreateFCmpOGT(a, c);
@@ -1883,7 +1841,6 @@ class KernelGen {
 
   const LoopProgram& p_;
   const Kernel& k_;
-  const std::vector<bool>& sumBuffers_;  // by buffer: holds values made from sums (rowStatistic)
   llvm::Module& m_;
   llvm::LLVMContext& ctx_;
   llvm::IRBuilder<> b_;
@@ -1900,8 +1857,6 @@ class KernelGen {
   llvm::Value* lo_ = nullptr;
   llvm::Value* hi_ = nullptr;
   std::vector<llvm::AllocaInst*> accs_;
-  std::vector<bool> accAddsTerms_;  // by accumulator: a sum or product (rowStatistic)
-  int innermostVar_ = -1;           // the variable of the loop whose body is being generated; -1 in a tile or pack
   std::vector<llvm::AllocaInst*> accNaN_;  // per accumulator: a max or min has met a NaN
   std::vector<llvm::Value*> scratch_;
   // Larger scratch (im2col's patch matrix) is allocated on the heap.
@@ -1918,8 +1873,7 @@ class KernelGen {
 std::unique_ptr<llvm::Module> generateLLVM(const loops::LoopProgram& program, llvm::LLVMContext& context,
                                            const CodeGenOptions& options) {
   auto module = std::make_unique<llvm::Module>("texc", context);
-  const std::vector<bool> sumBuffers = loops::buffersHoldingSums(program);
-  for (const loops::Kernel& k : program.kernels) loops::KernelGen(program, k, sumBuffers, *module, options).run();
+  for (const loops::Kernel& k : program.kernels) loops::KernelGen(program, k, *module, options).run();
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*module, &os)) throw std::logic_error("generated LLVM IR is invalid: " + os.str());

@@ -39,7 +39,7 @@ TEST_CASE("split-keys: causal attention at N = 4096 runs its keys in 4 slices, t
   CHECK(contains(text, "    for kslice < 4 threads\n      acc0 = max(acc0, O_max[kslice, i])\n"));
   CHECK(contains(text, "acc1 += (select((O_max[kslice, i] == -inf), 0, exp((O_max[kslice, i] - acc0))) * O_sum[kslice, i])"));
   CHECK(contains(text, "acc7 += (select((O_max[kslice, i] == -inf), 0, exp((O_max[kslice, i] - acc0))) * O_part[kslice, i, d])"));
-  CHECK(contains(text, "    for d < 64 vector threads\n      O[i, d] = (O[i, d] / acc1)\n"));
+  CHECK(contains(text, "    for d < 64 vector threads\n      O[i, d] = (O[i, d] * (1 / acc1))\n"));
   // The slices' kernel stays online-tile with rows in registers (now 4 lanes of 16 elements for
   // 16384 rows), the causal stage skip reading the slice; one lane stores the statistics.
   const loops::Kernel& keys = p.kernels[0];

@@ -121,7 +121,7 @@ TEST_CASE("passes: lists exactly the pipeline that runs, each pass with its cond
   std::vector<std::string> names = numberedPasses(cuda);
   std::string list;
   for (const std::string& n : names) list += n + " ";
-  CHECK(list == "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops implicit-gemm fuse-pool-into-gemm split-k split-keys fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda ");
+  CHECK(list == "parse sema split-ops constant-fold simplify cse dce online-softmax dce reciprocal-of-sums fuse dce lower-to-loops implicit-gemm fuse-pool-into-gemm split-k split-keys fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda ");
   // Each numbered line ends with its condition; the passes left out follow as comments, with why.
   CHECK(contains(cuda, " 1. parse            lex and parse the source into an AST (syntax errors stop here)  [runs: always]\n"));
   CHECK(contains(cuda, "codegen-cuda"));

@@ -383,33 +383,5 @@ TEST_CASE("loop core: mergedAffineForm merges the floor divisions and modulos th
     }
 }
 
-TEST_CASE("loop core: accumulatorsAddingTerms tells sums from maxima, through copies", "[passes][core]") {
-  // A row of softmax as pipeline-row-stores leaves it: a max (0), a sum (1), the copies that carry
-  // them to the next row (2 := 1, 3 := 0), a copy of a copy (4 := 3), and an online step (5).
-  Kernel k;
-  k.numAccs = 6;
-  Loop j;
-  j.var = 0;
-  j.extent = 8;
-  const Expr x = build::load(0, {IndexExpr::makeVar(0)});
-  j.body.push_back(AccUpdate{0, ReduceKind::Max, x});
-  j.body.push_back(AccUpdate{1, ReduceKind::Sum, x});
-  k.body.push_back(AccInit{0, ReduceKind::Max});
-  k.body.push_back(AccInit{1, ReduceKind::Sum});
-  k.body.push_back(Stmt(std::move(j)));
-  k.body.push_back(AccSet{4, build::accRead(3)});  // before the copy it reads: the order does not matter
-  k.body.push_back(AccSet{2, build::accRead(1)});
-  k.body.push_back(AccSet{3, build::accRead(0)});
-  k.body.push_back(AccSet{5, build::binary(BinaryOp::Mul, build::accRead(0), build::accRead(5))});
-  const std::vector<bool> adds = accumulatorsAddingTerms(k);
-  REQUIRE(adds.size() == 6);
-  CHECK_FALSE(adds[0]);
-  CHECK(adds[1]);
-  CHECK(adds[2]);
-  CHECK_FALSE(adds[3]);
-  CHECK_FALSE(adds[4]);
-  CHECK(adds[5]);  // any other online step is taken to add terms
-}
-
 }  // namespace
 }  // namespace texc::loops

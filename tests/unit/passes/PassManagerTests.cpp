@@ -367,7 +367,7 @@ std::string joined(const std::vector<std::string>& names) {
 TEST_CASE("pipeline: the cpu target with the default switches", "[passes][manager][pipeline]") {
   PipelineOptions cpu;
   CHECK(joined(passNames(cpu)) ==
-        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops "
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce reciprocal-of-sums fuse dce lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops "
         "split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes nonpositive-exp plan-memory codegen-llvm optimize-llvm");
   // No schedule file: schedule-loops has nothing to apply and is not in the pipeline.
   CHECK_FALSE(has(passNames(cpu), "schedule-loops"));
@@ -389,7 +389,7 @@ TEST_CASE("pipeline: the cuda target leaves out the cpu passes and ends in codeg
   PipelineOptions cuda;
   cuda.target = Target::Cuda;
   CHECK(joined(passNames(cuda)) ==
-        "parse sema split-ops constant-fold simplify cse dce online-softmax dce fuse dce lower-to-loops implicit-gemm fuse-pool-into-gemm split-k split-keys fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce reciprocal-of-sums fuse dce lower-to-loops implicit-gemm fuse-pool-into-gemm split-k split-keys fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda");
   for (const char* name : {"tile", "tile-online-softmax", "sink-unit-loops", "split-borders", "fuse-into-tiles", "codegen-llvm", "optimize-llvm"}) {
     INFO(name);
     CHECK(whyNotInPipeline(name, cuda).rfind("--target cuda: ", 0) == 0);
@@ -463,7 +463,7 @@ TEST_CASE("pipeline: --no-tile, --fuse, --no-plan and the schedule file choose t
   // The dce after online-softmax stays.
   std::vector<std::string> unfused = passNames(none);
   CHECK(joined(unfused) ==
-        "parse sema split-ops constant-fold simplify cse dce online-softmax dce lower-to-loops tile tile-online-softmax sink-unit-loops split-borders stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes nonpositive-exp plan-memory "
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce reciprocal-of-sums lower-to-loops tile tile-online-softmax sink-unit-loops split-borders stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes nonpositive-exp plan-memory "
         "codegen-llvm optimize-llvm");
   CHECK(std::count(unfused.begin(), unfused.end(), "dce") == 2);
   CHECK(whyNotInPipeline("fuse", none).rfind("--fuse=none: ", 0) == 0);
