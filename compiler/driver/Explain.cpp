@@ -7,7 +7,8 @@
 //   3. every fusion decision, with its reason;
 //   4. the memory plan of the intermediates: table, totals and timeline (docs/memory-planning.md);
 //   5. where online-softmax rewrote something: its decisions, and the program without it
-//      (`materialized`, --disable-pass=online-softmax) beside it in (2) and (4).
+//      (`materialized`, --disable-pass=online-softmax) beside it in (2) and (4);
+//   6. where a node divides by a computed tensor: reciprocal-of-sums' decision on it.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -149,6 +150,10 @@ int commandExplain(const ExplainOptions& o) {
   if (!online.empty()) {
     std::cout << "\n== online softmax ==\n";
     for (const std::string& d : online) std::cout << d << "\n";
+  }
+  if (!fused->state.reciprocalDecisions.empty()) {
+    std::cout << "\n== divisions by sums (reciprocal-of-sums) ==\n";
+    for (const std::string& d : fused->state.reciprocalDecisions) std::cout << d << "\n";
   }
   std::cout << "\nBytes count each distinct element a kernel touches once; CPU stores may add a read of each\n"
                "written line (write-allocate). Transcendental functions count 1 FLOP. See docs/cost-model.md.\n";

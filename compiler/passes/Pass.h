@@ -88,6 +88,7 @@ struct CompileState {
   std::optional<Program> analysed;        // after sema, untouched by later passes (the reference runs it)
   std::optional<Graph> graph;             // after sema: the analysed program, then the dataflow graph
   std::vector<std::string> onlineSoftmaxDecisions;  // after online-softmax: one line per candidate
+  std::vector<std::string> reciprocalDecisions;     // after reciprocal-of-sums: one line per division by a computed tensor
   std::vector<FusionDecision> fusionDecisions;  // after fuse
   std::optional<loops::LoopProgram> loops;  // after lower-to-loops
   std::optional<loops::MemoryPlan> memoryPlan;  // after plan-memory (none with --no-plan)

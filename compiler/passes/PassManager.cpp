@@ -41,6 +41,7 @@ std::string printStage(const CompileState& s, Stage stage) {
       if (!s.graph) return "";
       std::string text = printGraph(*s.graph);
       for (const std::string& d : s.onlineSoftmaxDecisions) text += fmt::format("# online-softmax {}\n", d);
+      for (const std::string& d : s.reciprocalDecisions) text += fmt::format("# reciprocal-of-sums {}\n", d);
       for (const FusionDecision& d : s.fusionDecisions)
         text += fmt::format("# {} -> {}: {}\n", d.producer, d.consumers, d.reason);
       return text;
@@ -151,9 +152,12 @@ bool runPipeline(CompileState& s, const std::vector<const PassInfo*>& pipeline, 
         out << printStage(s, pass->stage);
       } else {
         out << "(unchanged)\n";
-        // A pass that decided against every candidate still says why (online-softmax's refusals).
+        // A pass that decided against every candidate still says why (online-softmax's and
+        // reciprocal-of-sums' refusals).
         if (pass->name == std::string("online-softmax"))
           for (const std::string& d : s.onlineSoftmaxDecisions) out << fmt::format("# online-softmax {}\n", d);
+        if (pass->name == std::string("reciprocal-of-sums"))
+          for (const std::string& d : s.reciprocalDecisions) out << fmt::format("# reciprocal-of-sums {}\n", d);
       }
     }
     if (!inst.dumpDir.empty()) {

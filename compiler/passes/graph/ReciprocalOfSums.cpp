@@ -13,7 +13,8 @@
 // program, so fusion changed the bits (random programs 170067, 170092 and 170101). Written into
 // the graph, fused and unfused kernels compute the same operations.
 //
-// A node's division is rewritten when all of these hold:
+// Each node that divides by a computed tensor gets a decision line (`--print-after`, `texc
+// explain`): rewritten, or why not. A node's division is rewritten when all of these hold:
 //   * it is the node's root (after split-ops, a node of its own: `%y = div %e[i, j], %s[i]`);
 //   * the divisor reads a tensor made from sums: computed by a sum, or from such a tensor (layer
 //     norm's sqrt(var + eps)). A max or min is exact, and so is a division by it;
@@ -21,6 +22,8 @@
 //     so that its reciprocal is computed once per row. split-ops writes a function of a row
 //     statistic over the whole row (`%d[i, j] = sqrt %v[i]`): what the divisor depends on is
 //     followed through its producers, not read off its indices.
+#include <fmt/format.h>
+
 #include "compiler/passes/Pass.h"
 #include "core/IndexAlgebra.h"
 
@@ -67,6 +70,7 @@ bool runReciprocalOfSums(CompileState& s) {
   const std::vector<std::vector<bool>> deps = dimensionsDependedOn(g);
   std::vector<bool> madeFromSums(g.tensors.size(), false);
   bool changed = false;
+  s.reciprocalDecisions.clear();
   for (Computation& c : g.computations) {
     bool fromSums = false;
     forEachValue(c.body, [&](const Value& v) {
@@ -77,8 +81,23 @@ bool runReciprocalOfSums(CompileState& s) {
 
     Value& v = c.body;
     if (c.online != OnlineForm::None || c.numLhsVars == 0 || v.kind != ValueKind::Binary || v.binaryOp != BinaryOp::Div) continue;
+    // (A node without variables is one element: nothing to hoist, and nothing to say.)
     const Value& divisor = v.args[1];
-    if (divisor.kind != ValueKind::Access || !madeFromSums[divisor.tensor] || variesWith(divisor, c.numLhsVars - 1, deps)) continue;
+    if (divisor.kind != ValueKind::Access || g.tensors[divisor.tensor].isInput) continue;
+    const std::string& node = g.tensors[c.tensor].name;
+    const std::string& by = g.tensors[divisor.tensor].name;
+    if (!madeFromSums[divisor.tensor]) {
+      s.reciprocalDecisions.push_back(fmt::format("%{}: stays a division: %{} is not made from a sum (a max or min is divided by exactly)", node, by));
+      continue;
+    }
+    const std::string& row = c.vars[c.numLhsVars - 1].name;
+    if (variesWith(divisor, c.numLhsVars - 1, deps)) {
+      s.reciprocalDecisions.push_back(fmt::format("%{}: stays a division: %{} changes along {} (a reciprocal per element saves nothing)", node, by, row));
+      continue;
+    }
+    s.reciprocalDecisions.push_back(fmt::format(
+        "%{}: multiplies by 1 / %{}: it is made from sums and does not change along {}, so the reciprocal is computed outside the "
+        "loop over {} (one more rounding than the division)", node, by, row, row));
     Value one;
     one.kind = ValueKind::Const;
     one.constant = 1;
