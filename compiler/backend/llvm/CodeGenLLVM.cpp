@@ -213,13 +213,8 @@ class KernelGen {
         b_.SetInsertPoint(merge);
         break;
       }
-      case StmtKind::Pack:
-      case StmtKind::Tile:
-        if (s.is<Pack>())
-          pack(s.as<Pack>());
-        else
-          tile(s.as<Tile>());
-        break;
+      case StmtKind::Pack: pack(s.as<Pack>()); break;
+      case StmtKind::Tile: tile(s.as<Tile>()); break;
       case StmtKind::AccSet:
         b_.CreateStore(expr(s.as<AccSet>().value), accs_[s.as<AccSet>().acc]);
         b_.CreateStore(b_.getFalse(), accNaN_[s.as<AccSet>().acc]);  // the value carries its own NaN

@@ -2,7 +2,7 @@
 // enclosing statements), the mutator (a statement replaced by none or by two), the index
 // expressions a statement holds, substitution (a tile's bases rewritten, its own variables kept),
 // structural equality (constants by their bits, variables through a renaming), perfect nests and
-// the affine form of an index expression, and which accumulators add up terms.
+// the affine form of an index expression.
 #include <catch2/catch.hpp>
 
 #include <cmath>
