@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "compiler/loops/Walk.h"
+#include "core/IndexAlgebra.h"
 
 namespace texc::loops {
 
@@ -185,6 +186,20 @@ std::vector<std::string> verifyGpuMapping(const LoopProgram& p, const Kernel& k)
       if (a < 0 || a >= k.numAccs) fail(fmt::format("a combine of accumulator {} out of range", a));
   }
   return problems;
+}
+
+bool usesVar(const std::vector<IndexExpr>& index, int var) {
+  for (const IndexExpr& ix : index)
+    if (texc::usesVar(ix, var)) return true;
+  return false;
+}
+
+bool walksLastDimension(const std::vector<IndexExpr>& index, int var) {
+  if (index.empty()) return false;
+  for (size_t d = 0; d + 1 < index.size(); ++d)
+    if (texc::usesVar(index[d], var)) return false;
+  const AffineForm f = affineForm(index.back());
+  return !f.overflow && !f.varInAtom(var) && f.coeffOf(var) == 1;
 }
 
 }  // namespace texc::loops

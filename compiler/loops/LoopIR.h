@@ -103,6 +103,9 @@ struct Loop {
   // Runs over pairs of bf16 elements, each pair loaded and stored as one 32-bit word
   // (pair-bf16-lanes, loops/PairBf16Lanes.h).
   bool pairs = false;
+  // The partial results its sums and products keep: the first sumLanes * n terms go to lanes in
+  // turn, the rest are added in order; 0: every term in order (sum-lanes, loops/SumLanes.h).
+  int64_t sumLanes = 0;
   Block body;
   GpuLoop gpu = GpuLoop::None;  // map-gpu (CUDA pipeline only)
   std::vector<Prefetch> prefetch = {};  // stream-stores (CPU pipeline only)
@@ -411,6 +414,13 @@ struct LoopProgram {
 
 // Whether an index expression reads a loop variable: core/IndexAlgebra.h.
 using texc::usesVar;
+
+// Whether some index of `index` reads loop variable `var`.
+bool usesVar(const std::vector<IndexExpr>& index, int var);
+
+// Whether `index` walks `var` along its last dimension at step 1 (`j + c`), and no other
+// dimension with it: an access in memory order along the loop (pair-bf16-lanes, sum-lanes).
+bool walksLastDimension(const std::vector<IndexExpr>& index, int var);
 
 // Walking, rewriting, substituting and comparing the IR: Walk.h, Substitute.h, Equal.h.
 

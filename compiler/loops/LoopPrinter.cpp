@@ -7,6 +7,7 @@
 #include "compiler/loops/LoopIR.h"
 #include "compiler/loops/NonPositiveExp.h"
 #include "compiler/loops/PairBf16Lanes.h"
+#include "compiler/loops/SumLanes.h"
 #include "compiler/loops/Walk.h"
 
 namespace texc::loops {
@@ -77,7 +78,8 @@ struct Printer {
         std::string prefetch;
         for (const Prefetch& f : l.prefetch)
           prefetch += fmt::format("{} {} +{} B", prefetch.empty() ? "  # prefetch" : ",", p.buffers[f.buffer].name, f.bytes);
-        const std::string interleave = fmt::format("{}{}", l.interleave > 0 ? fmt::format(" interleave {}", l.interleave) : "", l.pairs ? " bf16 pairs" : "");
+        const std::string interleave = fmt::format("{}{}{}", l.interleave > 0 ? fmt::format(" interleave {}", l.interleave) : "", l.pairs ? " bf16 pairs" : "",
+                                                   l.sumLanes > 0 ? fmt::format(" sum lanes {}", l.sumLanes) : "");
         out += fmt::format("{}for {} < {}{}{}{}{}{}{}\n", pad, k.varNames[l.var], l.extent, l.parallel ? " parallel" : "",
                            l.vectorize ? " vector" : l.scalar ? " scalar" : "", interleave, l.gpu == GpuLoop::None ? "" : " ", gpuLoopName(l.gpu),
                            prefetch);
@@ -407,6 +409,11 @@ void checkLoopMarks(const LoopProgram& p, const Kernel& k, int64_t& found, int& 
       problems.push_back(fmt::format("kernel {}: loop {} is marked both vector and scalar", k.name, name(l->var)));
     if (l && l->interleave != 0 && (!l->vectorize || l->interleave < 1))
       problems.push_back(fmt::format("kernel {}: loop {} interleaves {} vectors but is not a vector loop", k.name, name(l->var), l->interleave));
+    std::string noLanes;
+    if (l && l->sumLanes != 0 && !canKeepSumLanes(*l, &noLanes))
+      problems.push_back(fmt::format("kernel {}: loop {} keeps {} sum lanes, but {}", k.name, name(l->var), l->sumLanes, noLanes));
+    if (l && (l->sumLanes < 0 || l->sumLanes > (l->pairs ? l->extent / 2 : l->extent)))
+      problems.push_back(fmt::format("kernel {}: loop {} keeps {} sum lanes for {} terms", k.name, name(l->var), l->sumLanes, l->pairs ? l->extent / 2 : l->extent));
     std::string unpairable;
     if (l && l->pairs && !canPairBf16Lanes(p, *l, &unpairable))
       problems.push_back(fmt::format("kernel {}: loop {} runs over bf16 pairs, but it has {}", k.name, name(l->var), unpairable));

@@ -10,21 +10,6 @@ namespace texc::loops {
 
 namespace {
 
-bool usesVar(const std::vector<IndexExpr>& index, int var) {
-  for (const IndexExpr& ix : index)
-    if (texc::usesVar(ix, var)) return true;
-  return false;
-}
-
-// `index` walks `var` along its last dimension at step 1, and no other dimension with it.
-bool walksLastDimension(const std::vector<IndexExpr>& index, int var) {
-  if (index.empty()) return false;
-  for (size_t d = 0; d + 1 < index.size(); ++d)
-    if (texc::usesVar(index[d], var)) return false;
-  const AffineForm f = affineForm(index.back());
-  return !f.overflow && !f.varInAtom(var) && f.coeffOf(var) == 1;
-}
-
 bool fail(std::string* why, const char* reason) {
   if (why) *why = reason;
   return false;

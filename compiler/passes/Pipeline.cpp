@@ -179,6 +179,10 @@ const Slot kPipeline[] = {
     // on the final loop nests, whose bf16 loops it marks; codegen-llvm reads the marks
     {"pair-bf16-lanes", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "a GPU thread converts its own element"); }},
+    // on the final loop nests, after pair-bf16-lanes (a pair loop's lanes count pairs), whose
+    // innermost loops it marks; codegen-llvm reads the marks
+    {"sum-lanes", "cpu target",
+     [](const PipelineOptions& o) { return cudaTarget(o, "the CUDA backend's reductions keep their own order"); }},
     // on the final loop nests, whose exp calls it marks; codegen-llvm reads the marks
     {"nonpositive-exp", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "the CUDA backend calls the device's expf"); }},

@@ -1,6 +1,6 @@
 // Differential testing: one program, every pipeline variant, every result against the float64
-// reference under the end-to-end suite's tolerance rule (docs/testing.md); and where a program
-// holds no sum or product, its fused runs against its unfused ones, bit for bit.
+// reference under the end-to-end suite's tolerance rule (docs/testing.md); and its fused runs
+// against its unfused ones, bit for bit (tests/support/FusionKeepsBits.h).
 //
 // Everything runs in-process (parse, analyse, compile through the driver's pipeline, JIT, run),
 // which is a hundred times faster than starting texc per variant. A crash or a hang in the
@@ -45,9 +45,8 @@ struct Outcome {
   Verdict verdict = Verdict::Pass;
   std::string report;   // what failed, which variant, the first wrong elements
   int variantRuns = 0;  // variant x thread-count runs that were checked (each CPU one twice, poisoned)
-  // Fused runs compared bit for bit with --fuse=none at the same -O level and thread count: made
-  // for programs without a sum or product (fusion must keep their bits;
-  // tests/support/FusionKeepsBits.h).
+  // Fused runs compared bit for bit with --fuse=none at the same -O level and thread count
+  // (fusion must keep every bit; tests/support/FusionKeepsBits.h).
   int fusionBitComparisons = 0;
 };
 

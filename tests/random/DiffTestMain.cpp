@@ -179,8 +179,7 @@ int main(int argc, char** argv) {
       programs, runs, all.size(), elapsed(), counts[Verdict::Pass], counts[Verdict::Inconclusive],
       counts[Verdict::Mismatch], counts[Verdict::Crash], counts[Verdict::Hang], counts[Verdict::Invalid],
       texc::cpuTarget(o.cpu).describe());
-  std::cout << fmt::format("{} of the programs hold no sum or product: their fused runs were compared with the "
-                           "unfused ones bit for bit ({} comparisons)\n",
+  std::cout << fmt::format("{} programs' fused runs were compared with their unfused ones bit for bit ({} comparisons)\n",
                            bitPrograms, bitComparisons);
   // A run that checked too little is a failure too: a slow machine must not pass by running few.
   bool tooLittle = false;

@@ -301,7 +301,7 @@ class KernelGen {
     if (l.vectorize && l.interleave > 0)
       setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.interleave.count", b_.getInt32(l.interleave))});
     else if (l.vectorize) setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue())});
-    else setLoopHints(latch, {loopHint("llvm.loop.vectorize.width", b_.getInt32(1)), loopHint("llvm.loop.interleave.count", b_.getInt32(1))});
+    else markInOrder(latch);
   }
 
   // One `!{!"name", value}` hint of a loop ID.
@@ -1523,21 +1523,51 @@ class KernelGen {
   }
 
   // for (v = start; v < end; ++v) with start/end constants, or [lo, hi) for the parallel loop.
+  // A loop whose sums keep lanes (sum-lanes, loops/SumLanes.h) runs as two: its first
+  // sumLanes * n iterations, widened to exactly those lanes, and the rest in order.
   void loop(const Loop& l, bool usesChunk) {
     if (l.pairs) return pairedLoop(l);
-    llvm::Value* start = usesChunk ? lo_ : llvm::ConstantInt::get(i64_, 0);
-    llvm::Value* end = usesChunk ? hi_ : llvm::ConstantInt::get(i64_, l.extent);
     varExtents_[l.var] = l.extent;
-    llvm::BranchInst* latch = countedLoop(k_.varNames[l.var], start, end, [&](llvm::Value* iv) {
-      vars_[l.var] = iv;
-      const std::vector<loops::Prefetch>* outer = prefetched_;
-      if (!l.prefetch.empty()) prefetched_ = &l.prefetch;
-      for (const Stmt& c : l.body) stmt(c, false);
-      prefetched_ = outer;
-      vars_[l.var] = nullptr;
-    });
+    auto range = [&](llvm::Value* start, llvm::Value* end) {
+      return countedLoop(k_.varNames[l.var], start, end, [&](llvm::Value* iv) {
+        vars_[l.var] = iv;
+        const std::vector<loops::Prefetch>* outer = prefetched_;
+        if (!l.prefetch.empty()) prefetched_ = &l.prefetch;
+        for (const Stmt& c : l.body) stmt(c, false);
+        prefetched_ = outer;
+        vars_[l.var] = nullptr;
+      });
+    };
+    const int64_t lanes = usesChunk ? 0 : l.sumLanes;
+    if (lanes == 0) {
+      markLoop(range(usesChunk ? lo_ : i64(0), usesChunk ? hi_ : i64(l.extent)), l);
+    } else {
+      const int64_t split = l.extent - l.extent % lanes;
+      sumsInLanes_ = true;
+      pinLanes(range(i64(0), i64(split)), lanes);
+      sumsInLanes_ = false;
+      if (split < l.extent) markInOrder(range(i64(split), i64(l.extent)));
+    }
     varExtents_[l.var] = 0;
-    markLoop(latch, l);
+  }
+
+  // The widened part of a loop whose sums keep lanes: the target's vector of the kernel's type,
+  // as many of them as the lanes fill (the vectorizer's partial sums, then the same fixed
+  // reduction across lanes wherever the sum is computed). Never unrolled, before widening or
+  // after: its updates may reassociate, and the terms of an unrolled copy, side by side, could
+  // be regrouped by cost models that see the rest of the kernel (random program 255229: a
+  // product of 8 equal terms, fully unrolled before the vectorizer ran, came out as another
+  // tree of products fused than unfused).
+  void pinLanes(llvm::BranchInst* latch, int64_t lanes) {
+    const int64_t w = opts_.vectorFloats * 32 / static_cast<int64_t>(ft_->getPrimitiveSizeInBits());
+    setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.vectorize.width", b_.getInt32(static_cast<uint32_t>(w))),
+                         loopHint("llvm.loop.interleave.count", b_.getInt32(static_cast<uint32_t>(lanes / w))),
+                         loopHint("llvm.loop.unroll.disable", b_.getTrue())});
+  }
+
+  // One element per iteration, as written (a `scalar` loop, the rest of a sum's loop).
+  void markInOrder(llvm::BranchInst* latch) {
+    setLoopHints(latch, {loopHint("llvm.loop.vectorize.width", b_.getInt32(1)), loopHint("llvm.loop.interleave.count", b_.getInt32(1))});
   }
 
   // ---- values --------------------------------------------------------------------------------
@@ -1663,10 +1693,11 @@ class KernelGen {
   }
 
   llvm::Value* combine(ReduceKind r, llvm::Value* acc, llvm::Value* term) {
-    // The spec lets an optimisation reorder reductions: allow reassociation so the vectorizer
-    // can keep several partial sums.
+    // A sum or product may be reassociated only in the widened part of a loop whose sums keep
+    // lanes (sum-lanes: its order is texc's, the same in every kernel); elsewhere it adds in
+    // order. A max or min is exact in any order.
     llvm::FastMathFlags fmf;
-    fmf.setAllowReassoc();
+    if (sumsInLanes_ || r == ReduceKind::Max || r == ReduceKind::Min) fmf.setAllowReassoc();
     llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
     b_.setFastMathFlags(fmf);
     switch (r) {
@@ -1691,7 +1722,22 @@ class KernelGen {
   // then for the odd one; a store writes both as one word.
   void pairedLoop(const Loop& l) {
     varExtents_[l.var] = l.extent;
-    llvm::BranchInst* latch = countedLoop(k_.varNames[l.var], i64(0), i64(l.extent / 2), [&](llvm::Value* pair) {
+    const int64_t pairs = l.extent / 2, lanes = l.sumLanes;
+    if (lanes == 0) {
+      markLoop(pairRange(l, 0, pairs), l);
+    } else {  // lanes of pairs (sum-lanes), then the rest in order
+      const int64_t split = pairs - pairs % lanes;
+      sumsInLanes_ = true;
+      pinLanes(pairRange(l, 0, split), lanes);
+      sumsInLanes_ = false;
+      if (split < pairs) markInOrder(pairRange(l, split, pairs));
+    }
+    varExtents_[l.var] = 0;
+  }
+
+  // Pairs [from, to) of pairedLoop's loop.
+  llvm::BranchInst* pairRange(const Loop& l, int64_t from, int64_t to) {
+    return countedLoop(k_.varNames[l.var], i64(from), i64(to), [&](llvm::Value* pair) {
       vars_[l.var] = b_.CreateShl(pair, 1, "", true, true);
       pairVar_ = l.var;
       const std::vector<loops::Prefetch>* outer = prefetched_;
@@ -1717,8 +1763,6 @@ class KernelGen {
       prefetched_ = outer;
       vars_[l.var] = nullptr;
     });
-    varExtents_[l.var] = 0;
-    markLoop(latch, l);
   }
 
   // A load of `e`'s element, tagged for a prefetch when its loop asks for one.
@@ -1847,6 +1891,7 @@ class KernelGen {
   const std::vector<loops::Prefetch>* prefetched_ = nullptr;  // the loop being emitted: loads to prefetch
   int pairVar_ = -1;   // the variable of the bf16 pair loop being emitted (pairedLoop), or -1
   int pairLane_ = 0;   // which element of the pair the value being built is for: 0 even, 1 odd
+  bool sumsInLanes_ = false;  // emitting the widened part of a loop whose sums keep lanes: sums may reassociate
   llvm::Value* pairOrder_ = nullptr;  // interleaveWords's permute indices, made opaque once
   std::vector<llvm::Value*> buffers_;
   llvm::Value* lo_ = nullptr;

@@ -96,11 +96,10 @@ TEST_CASE("e2e: programs with f16/bf16 tensors give the same bits fused and unfu
     const Program* analyzed = analyzedProgram(spec);
     if (!analyzed) continue;
     const Program& p = *analyzed;
-    // Every f16/bf16 program (issue 25), sums included: the suite's sums are added up in the
-    // same order fused and unfused, and a row's sum divides the same way in both (its
-    // reciprocal: lowp_softmax_f16). The random tester holds programs with sums to the reference
-    // only (FusionKeepsBits.h: in general their terms may be added up in another order); f32
-    // and f64 programs are compared there, since each program compared here runs all its variants.
+    // Every f16/bf16 program (issue 25), sums included: a sum is added up in the same order
+    // fused and unfused (FusionKeepsBits.h), and a row's sum divides the same way in both (its
+    // reciprocal: lowp_softmax_f16). f32 and f64 programs are compared in the random tester,
+    // which compares every program, since each program compared here runs all its variants.
     if (!testsupport::holdsLowPrecision(p)) continue;
     const PreparedProgram& prep = prepare(spec);
     INFO(spec.label << ": " << prep.error);

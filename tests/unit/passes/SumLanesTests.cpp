@@ -1,0 +1,88 @@
+// The sum-lanes rule (compiler/loops/SumLanes.h): which innermost loops keep partial sums, how
+// many for each vector width, why the others add in order, and the verifier's check of the mark.
+// The target is a parameter here, so the figures hold on any host.
+#include <catch2/catch.hpp>
+
+#include "PassTestSupport.h"
+#include "compiler/loops/SumLanes.h"
+#include "compiler/loops/Walk.h"
+
+namespace texc::passtest {
+namespace {
+
+// The innermost loops of kernel `k`, in program order.
+std::vector<loops::Loop*> innermost(loops::LoopProgram& p, size_t k) {
+  std::vector<loops::Loop*> found;
+  loops::forEachInnermostLoop(p.kernels.at(k).body, [&](loops::Loop& l) { found.push_back(&l); });
+  return found;
+}
+
+std::string whyNot(const loops::Loop& l) {
+  std::string why;
+  CHECK_FALSE(loops::canKeepSumLanes(l, &why));
+  return why;
+}
+
+TEST_CASE("sum-lanes: a row sum keeps 4 vectors of lanes, a short one 1, a column sum none", "[passes][sum-lanes]") {
+  LoweredLoops l = lowerOnly("lanes",
+                             "input x : f32[8, 100]\n"
+                             "output s[i] = sum(j: x[i, j])\n"
+                             "output c[j] = sum(i: x[i, j])\n"
+                             "output t[i] = sum(j < 12: x[i, j] * x[i, j])\n"
+                             "output u[i] = sum(j < 5: x[i, j])\n"
+                             "output m[i] = max(j: x[i, j])\n");
+  loops::LoopProgram& p = l.loops;
+  REQUIRE(p.kernels.size() == 5);
+  const loops::Loop& row = *innermost(p, 0).at(0);
+  CHECK(loops::sumLanesFor(row, DType::F32, 8) == 32);   // AVX2: 4 x 8
+  CHECK(loops::sumLanesFor(row, DType::F32, 16) == 64);  // AVX-512: 4 x 16
+  CHECK(loops::sumLanesFor(row, DType::F64, 8) == 16);   // f64 with AVX2: 4 x 4
+  CHECK(loops::sumLanesFor(row, DType::F32, 4) == 16);   // SSE2: 4 x 4
+  const loops::Loop& column = *innermost(p, 1).at(0);
+  CHECK(loops::sumLanesFor(column, DType::F32, 8) == 0);
+  CHECK(whyNot(column) == "it is not a vector loop and strides across memory");
+  const loops::Loop& twelve = *innermost(p, 2).at(0);
+  CHECK(loops::sumLanesFor(twelve, DType::F32, 8) == 8);  // one vector, then 4 terms in order
+  CHECK(loops::sumLanesFor(twelve, DType::F32, 16) == 0);
+  const loops::Loop& five = *innermost(p, 3).at(0);
+  CHECK(loops::sumLanesFor(five, DType::F32, 4) == 4);
+  CHECK(loops::sumLanesFor(five, DType::F32, 8) == 0);
+  const loops::Loop& max = *innermost(p, 4).at(0);
+  CHECK(whyNot(max) == "it adds up no sum or product");
+
+  CHECK(loops::pinSumLanes(p, 16) == 1);  // 16 lanes a vector: the row sum alone
+}
+
+TEST_CASE("sum-lanes: the pass marks what the rule gives and the verifier checks the mark", "[passes][sum-lanes]") {
+  LoweredLoops l = lowerOnly("marks", "input x : f32[8, 100]\noutput s[i] = sum(j: x[i, j])\noutput c[j] = sum(i: x[i, j])\n");
+  loops::LoopProgram& p = l.loops;
+  CHECK(loops::pinSumLanes(p, 8) == 1);
+  CHECK(innermost(p, 0).at(0)->sumLanes == 32);
+  CHECK(innermost(p, 1).at(0)->sumLanes == 0);
+  CHECK(loops::printLoopProgram(p).find("for j < 100 sum lanes 32\n") != std::string::npos);
+  CHECK(loops::verifyLoopProgram(p).empty());
+
+  loops::LoopProgram wrong = p;
+  innermost(wrong, 1).at(0)->sumLanes = 8;  // a column sum's strided loop
+  std::vector<std::string> problems = loops::verifyLoopProgram(wrong);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0] == "kernel k1_c: loop i keeps 8 sum lanes, but it is not a vector loop and strides across memory");
+
+  loops::LoopProgram tooMany = p;
+  innermost(tooMany, 0).at(0)->sumLanes = 128;
+  problems = loops::verifyLoopProgram(tooMany);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0] == "kernel k0_s: loop j keeps 128 sum lanes for 100 terms");
+}
+
+TEST_CASE("sum-lanes: a loop over bf16 pairs counts pairs", "[passes][sum-lanes]") {
+  LoweredLoops l = lowerOnly("pairs", "input x : bf16[4, 64]\noutput s[i] = sum(j: x[i, j])\n");
+  loops::Loop& row = *innermost(l.loops, 0).at(0);
+  CHECK(loops::sumLanesFor(row, DType::F32, 8) == 32);  // 64 terms
+  row.pairs = true;                                     // 32 pairs
+  CHECK(loops::sumLanesFor(row, DType::F32, 8) == 32);
+  CHECK(loops::sumLanesFor(row, DType::F32, 16) == 16);  // one vector of 16 pairs
+}
+
+}  // namespace
+}  // namespace texc::passtest
