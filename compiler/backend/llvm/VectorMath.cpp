@@ -350,26 +350,30 @@ Value* sigmoidFloat(Emitter& e, Value* x) {
 
 // tanh for float. With a = min(|x|, 9.05) and u = exp(-2a): P = 1 - u = -expm1(-2a), computed as
 // fma(s, E, 1 - s) with s = 2^n and E = -expm1(-v) for the reduced v = 2a + n ln2, and
-// tanh(a) = P / (2 - P), all at half scale (P/2, 1 - P/2). The quotient q is then corrected by
-// its exact residual: with c = P/2 - q (exact) the residual is c + q*P/2, and 1/(1 - P/2) = 1 + q,
-// so tanh(a) = q + (c + q*P/2) * (1 + q). That removes the rounding of the denominator and of the
-// division; what remains is the rounding of P, magnified up to 2x where P and the result share a
-// binade (0.17 < a < 0.75, where the error reaches 1.93 ulp).
+// tanh(a) = P / (2 - P), all at half scale (P/2, 1 - P/2). The reduction works on h = v/2 =
+// a + n ln2/2 and E/2 = h + h^2 * 2Q(2h), whose coefficients are Q's times powers of two: every
+// operation is the v form's scaled by a power of two, so the same bits, without the 2a. The
+// quotient q is then corrected by its exact residual: with c = P/2 - q (exact) the residual is
+// c + q*P/2, and 1/(1 - P/2) = 1 + q, so tanh(a) = q + (c + q*P/2) * (1 + q). That removes the
+// rounding of the denominator and of the division; what remains is the rounding of P, magnified
+// up to 2x where P and the result share a binade (0.17 < a < 0.75, where the error reaches
+// 1.93 ulp).
 Value* tanhFloat(Emitter& e, Value* x) {
   Value* ax = e.fabs(x);
   Value* a = e.sel(e.ogt(ax, e.c(kTanhMaxF)), e.c(kTanhMaxF), ax);
-  const double magic = e.magic() + 126;  // the low bits of t hold n + 126: s/2 = 2^(n-1)
+  const double magic = e.magic() + 127;  // the low bits of t hold n + 127: s = 2^n
   Value* t = e.fma(a, e.c(-2 * kLog2eF), e.c(magic));
   Value* n = e.sub(t, e.c(magic));
-  Value* v = e.fma(n, e.c(kLn2HiF), e.add(a, a));  // exact; ln2's low part is negligible here
-  // -expm1(-v) = v + v^2 * (-Q(-v)): kExpm1F with alternating signs, Estrin-style with v^2.
+  Value* h = e.fma(n, e.c(kLn2HiF / 2), a);  // v / 2, exact; ln2's low part is negligible here
+  // -expm1(-v) / 2 = h + h^2 * (-2Q(-2h)): kExpm1F with alternating signs, coefficient j times
+  // 2^(j+1), Estrin-style with h^2.
   double c[std::size(kExpm1F)];
-  for (size_t j = 0; j < std::size(kExpm1F); ++j) c[j] = (j % 2 ? 1 : -1) * kExpm1F[j];
-  Value* v2 = e.mul(v, v);
-  Value* negQ = e.fma(v2, e.fma(v2, e.c(c[4]), e.fma(v, e.c(c[3]), e.c(c[2]))), e.fma(v, e.c(c[1]), e.c(c[0])));
-  Value* em = e.fma(v2, negQ, v);
-  Value* halfS = e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)));
-  Value* halfP = e.fma(halfS, em, e.sub(e.c(0.5), halfS));
+  for (size_t j = 0; j < std::size(kExpm1F); ++j) c[j] = (j % 2 ? 1 : -1) * std::ldexp(kExpm1F[j], static_cast<int>(j) + 1);
+  Value* h2 = e.mul(h, h);
+  Value* negQ = e.fma(h2, e.fma(h2, e.c(c[4]), e.fma(h, e.c(c[3]), e.c(c[2]))), e.fma(h, e.c(c[1]), e.c(c[0])));
+  Value* halfEm = e.fma(h2, negQ, h);
+  Value* s = e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)));
+  Value* halfP = e.fma(s, halfEm, e.fma(s, e.c(-0.5), e.c(0.5)));
   Value* q = e.div(halfP, e.sub(e.c(1.0), halfP));
   Value* res = e.fma(q, halfP, e.sub(halfP, q));
   return e.copysign(e.fma(res, e.add(e.c(1.0), q), q), x);
