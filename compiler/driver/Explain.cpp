@@ -155,6 +155,10 @@ int commandExplain(const ExplainOptions& o) {
     std::cout << "\n== divisions by sums (reciprocal-of-sums) ==\n";
     for (const std::string& d : fused->state.reciprocalDecisions) std::cout << d << "\n";
   }
+  if (!fused->state.sumOrderDecisions.empty()) {
+    std::cout << "\n== summation order (sum-lanes): the same in every kernel, fused or not ==\n";
+    for (const std::string& d : fused->state.sumOrderDecisions) std::cout << d << "\n";
+  }
   std::cout << "\nBytes count each distinct element a kernel touches once; CPU stores may add a read of each\n"
                "written line (write-allocate). Transcendental functions count 1 FLOP. See docs/cost-model.md.\n";
 

@@ -465,6 +465,7 @@ int commandExplore(const ExploreOptions& o) {
       for (const FusionDecision& d : s.fusionDecisions) r.decisions.push_back(fmt::format("%{} -> {}: {}", d.producer, d.consumers, d.reason));
     if (name == "online-softmax") r.decisions = s.onlineSoftmaxDecisions;
     if (name == "reciprocal-of-sums") r.decisions = s.reciprocalDecisions;
+    if (name == "sum-lanes") r.decisions = s.sumOrderDecisions;
     if (name == "plan-memory" && s.memoryPlan && s.loops) r.decisions = planDecisions(*s.loops, *s.memoryPlan);
     if (name == "lower-to-loops" && s.loops)
       for (const loops::Kernel& k : s.loops->kernels) r.decisions.push_back(fmt::format("kernel {}", k.name));

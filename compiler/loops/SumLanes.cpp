@@ -1,5 +1,9 @@
 #include "compiler/loops/SumLanes.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "compiler/loops/InterleaveLoops.h"
 #include "compiler/loops/Walk.h"
 
@@ -31,12 +35,42 @@ int64_t sumLanesFor(const Loop& l, DType dtype, int vectorFloats) {
   return terms >= w ? w : 0;
 }
 
-int pinSumLanes(LoopProgram& p, int vectorFloats) {
+namespace {
+
+// "k0_y, j < 4096, acc1 (sum): its first 4096 terms in 64 lanes, the other 0 in order", or in
+// order, and why.
+std::string decision(const Kernel& k, const Loop& l, DType dtype, int vectorFloats) {
+  std::string accs;
+  forEachStmt(l.body, [&](const Stmt& s) {
+    const AccUpdate* u = s.getIf<AccUpdate>();
+    if (!u || (u->reduce != ReduceKind::Sum && u->reduce != ReduceKind::Prod)) return;
+    accs += fmt::format("{}acc{} ({})", accs.empty() ? "" : ", ", u->acc, u->reduce == ReduceKind::Sum ? "sum" : "prod");
+  });
+  const int64_t terms = l.pairs ? l.extent / 2 : l.extent;
+  const std::string where = fmt::format("{}, {} < {}{}, {}", k.name, k.varNames[l.var], l.extent, l.pairs ? " (bf16 pairs)" : "", accs);
+  if (l.sumLanes > 0)
+    return fmt::format("{}: its first {} {} in {} lanes, the other {} in order", where, terms - terms % l.sumLanes, l.pairs ? "pairs" : "terms",
+                       l.sumLanes, terms % l.sumLanes);
+  std::string why;
+  if (canKeepSumLanes(l, &why))
+    why = fmt::format("{} {}, fewer than a vector's {} lanes", terms, l.pairs ? "pairs" : "terms", dtype == DType::F64 ? vectorFloats / 2 : vectorFloats);
+  return fmt::format("{}: in order, {}", where, why);
+}
+
+}  // namespace
+
+int pinSumLanes(LoopProgram& p, int vectorFloats, std::vector<std::string>* decisions) {
   int marked = 0;
   for (Kernel& k : p.kernels)
     forEachInnermostLoop(k.body, [&](Loop& l) {
       l.sumLanes = sumLanesFor(l, k.computeType, vectorFloats);
       marked += l.sumLanes > 0;
+      const bool sums = anyStmt(l.body, [](const Stmt& s) {
+        return s.is<AccUpdate>() && (s.as<AccUpdate>().reduce == ReduceKind::Sum || s.as<AccUpdate>().reduce == ReduceKind::Prod);
+      });
+      if (!decisions || !sums) return;
+      std::string line = decision(k, l, k.computeType, vectorFloats);  // a row pass repeated (pipelined rows) says it once
+      if (std::find(decisions->begin(), decisions->end(), line) == decisions->end()) decisions->push_back(std::move(line));
     });
   return marked;
 }

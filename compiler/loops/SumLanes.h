@@ -24,6 +24,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "compiler/loops/LoopIR.h"
 
@@ -38,6 +39,9 @@ bool canKeepSumLanes(const Loop& l, std::string* why = nullptr);
 int64_t sumLanesFor(const Loop& l, DType dtype, int vectorFloats);
 
 // Sets `sumLanes` on every loop of `p` that the rule gives lanes. Returns the number of loops.
-int pinSumLanes(LoopProgram& p, int vectorFloats);
+// With `decisions`, appends a line per innermost loop that adds up a sum or product: its lanes
+// (`k0_y, j < 4096, acc1 (sum): its first 4096 terms in 64 lanes, the other 0 in order`), or
+// that it adds in order and why; a line repeated (a row pass of pipelined rows) once.
+int pinSumLanes(LoopProgram& p, int vectorFloats, std::vector<std::string>* decisions = nullptr);
 
 }  // namespace texc::loops

@@ -92,6 +92,7 @@ struct CompileState {
   std::vector<FusionDecision> fusionDecisions;  // after fuse
   std::optional<loops::LoopProgram> loops;  // after lower-to-loops
   std::optional<loops::MemoryPlan> memoryPlan;  // after plan-memory (none with --no-plan)
+  std::vector<std::string> sumOrderDecisions;  // after sum-lanes: one line per loop that adds up a sum or product
   std::unique_ptr<llvm::LLVMContext> llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;  // after codegen-llvm
   std::unique_ptr<CudaModule> cuda;          // after codegen-cuda

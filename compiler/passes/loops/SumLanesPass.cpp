@@ -7,7 +7,8 @@
 namespace texc {
 
 bool runSumLanes(CompileState& s) {
-  return loops::pinSumLanes(*s.loops, loops::scheduleMachine(s.options.cpu, s.options.threads).vectorFloats) > 0;
+  s.sumOrderDecisions.clear();
+  return loops::pinSumLanes(*s.loops, loops::scheduleMachine(s.options.cpu, s.options.threads).vectorFloats, &s.sumOrderDecisions) > 0;
 }
 
 }  // namespace texc

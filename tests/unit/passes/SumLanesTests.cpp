@@ -50,7 +50,14 @@ TEST_CASE("sum-lanes: a row sum keeps 4 vectors of lanes, a short one 1, a colum
   const loops::Loop& max = *innermost(p, 4).at(0);
   CHECK(whyNot(max) == "it adds up no sum or product");
 
-  CHECK(loops::pinSumLanes(p, 16) == 1);  // 16 lanes a vector: the row sum alone
+  std::vector<std::string> decisions;
+  CHECK(loops::pinSumLanes(p, 16, &decisions) == 1);  // 16 lanes a vector: the row sum alone
+  CHECK(decisions == std::vector<std::string>{
+                         "k0_s, j < 100, acc0 (sum): its first 64 terms in 64 lanes, the other 36 in order",
+                         "k1_c, i < 8, acc0 (sum): in order, it is not a vector loop and strides across memory",
+                         "k2_t, j < 12, acc0 (sum): in order, 12 terms, fewer than a vector's 16 lanes",
+                         "k3_u, j < 5, acc0 (sum): in order, 5 terms, fewer than a vector's 16 lanes",
+                     });  // the max's loop adds up no sum: no line
 }
 
 TEST_CASE("sum-lanes: the pass marks what the rule gives and the verifier checks the mark", "[passes][sum-lanes]") {
