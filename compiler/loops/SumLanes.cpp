@@ -9,6 +9,17 @@
 
 namespace texc::loops {
 
+namespace {
+
+// A sum's or product's update: the reductions whose order the rule fixes.
+bool addsUpSum(const Stmt& s) {
+  return s.is<AccUpdate>() && (s.as<AccUpdate>().reduce == ReduceKind::Sum || s.as<AccUpdate>().reduce == ReduceKind::Prod);
+}
+
+}  // namespace
+
+int64_t sumLaneWidth(DType dtype, int vectorFloats) { return dtype == DType::F64 ? vectorFloats / 2 : vectorFloats; }
+
 bool canKeepSumLanes(const Loop& l, std::string* why) {
   auto fail = [&](const char* reason) {
     if (why) *why = reason;
@@ -18,7 +29,7 @@ bool canKeepSumLanes(const Loop& l, std::string* why) {
   if (anyStmt(l.body, [](const Stmt& s) { return s.is<Loop>() || s.is<Tile>(); })) return fail("it holds a loop");
   bool sums = false, inOrder = true;
   forEachStmt(l.body, [&](const Stmt& s) {
-    if (s.is<AccUpdate>()) sums = sums || s.as<AccUpdate>().reduce == ReduceKind::Sum || s.as<AccUpdate>().reduce == ReduceKind::Prod;
+    sums = sums || addsUpSum(s);
     if (s.is<Store>()) inOrder = inOrder && (!usesVar(s.as<Store>().index, l.var) || walksLastDimension(s.as<Store>().index, l.var));
     if (const Expr* v = valueOf(s)) forEachLoad(*v, [&](const Expr& e) { inOrder = inOrder && (!usesVar(e.index, l.var) || walksLastDimension(e.index, l.var)); });
   });
@@ -29,7 +40,7 @@ bool canKeepSumLanes(const Loop& l, std::string* why) {
 
 int64_t sumLanesFor(const Loop& l, DType dtype, int vectorFloats) {
   if (!canKeepSumLanes(l)) return 0;
-  const int64_t w = dtype == DType::F64 ? vectorFloats / 2 : vectorFloats;
+  const int64_t w = sumLaneWidth(dtype, vectorFloats);
   const int64_t terms = l.pairs ? l.extent / 2 : l.extent;
   if (terms >= kInterleaveVectors * w) return kInterleaveVectors * w;
   return terms >= w ? w : 0;
@@ -42,8 +53,8 @@ namespace {
 std::string decision(const Kernel& k, const Loop& l, DType dtype, int vectorFloats) {
   std::string accs;
   forEachStmt(l.body, [&](const Stmt& s) {
-    const AccUpdate* u = s.getIf<AccUpdate>();
-    if (!u || (u->reduce != ReduceKind::Sum && u->reduce != ReduceKind::Prod)) return;
+    if (!addsUpSum(s)) return;
+    const AccUpdate* u = &s.as<AccUpdate>();
     accs += fmt::format("{}acc{} ({})", accs.empty() ? "" : ", ", u->acc, u->reduce == ReduceKind::Sum ? "sum" : "prod");
   });
   const int64_t terms = l.pairs ? l.extent / 2 : l.extent;
@@ -53,7 +64,7 @@ std::string decision(const Kernel& k, const Loop& l, DType dtype, int vectorFloa
                        l.sumLanes, terms % l.sumLanes);
   std::string why;
   if (canKeepSumLanes(l, &why))
-    why = fmt::format("{} {}, fewer than a vector's {} lanes", terms, l.pairs ? "pairs" : "terms", dtype == DType::F64 ? vectorFloats / 2 : vectorFloats);
+    why = fmt::format("{} {}, fewer than a vector's {} lanes", terms, l.pairs ? "pairs" : "terms", sumLaneWidth(dtype, vectorFloats));
   return fmt::format("{}: in order, {}", where, why);
 }
 
@@ -65,10 +76,7 @@ int pinSumLanes(LoopProgram& p, int vectorFloats, std::vector<std::string>* deci
     forEachInnermostLoop(k.body, [&](Loop& l) {
       l.sumLanes = sumLanesFor(l, k.computeType, vectorFloats);
       marked += l.sumLanes > 0;
-      const bool sums = anyStmt(l.body, [](const Stmt& s) {
-        return s.is<AccUpdate>() && (s.as<AccUpdate>().reduce == ReduceKind::Sum || s.as<AccUpdate>().reduce == ReduceKind::Prod);
-      });
-      if (!decisions || !sums) return;
+      if (!decisions || !anyStmt(l.body, addsUpSum)) return;
       std::string line = decision(k, l, k.computeType, vectorFloats);  // a row pass repeated (pipelined rows) says it once
       if (std::find(decisions->begin(), decisions->end(), line) == decisions->end()) decisions->push_back(std::move(line));
     });

@@ -30,6 +30,10 @@
 
 namespace texc::loops {
 
+// The lanes of one vector of the target for a kernel computing in `dtype` (f32 or f64), with
+// `vectorFloats` f32 lanes per vector: W above.
+int64_t sumLaneWidth(DType dtype, int vectorFloats);
+
 // Whether innermost loop `l` meets the rule's first two conditions; if not and `why` is given,
 // the first it fails.
 bool canKeepSumLanes(const Loop& l, std::string* why = nullptr);

@@ -15,6 +15,7 @@
 
 #include "compiler/backend/llvm/NonTemporal.h"
 #include "compiler/backend/llvm/VectorMath.h"
+#include "compiler/loops/SumLanes.h"
 #include "compiler/loops/Walk.h"
 #include "core/IndexAlgebra.h"
 
@@ -1522,9 +1523,8 @@ class KernelGen {
     b_.SetInsertPoint(done);
   }
 
-  // for (v = start; v < end; ++v) with start/end constants, or [lo, hi) for the parallel loop.
-  // A loop whose sums keep lanes (sum-lanes, loops/SumLanes.h) runs as two: its first
-  // sumLanes * n iterations, widened to exactly those lanes, and the rest in order.
+  // for (v = start; v < end; ++v) with start/end constants, or [lo, hi) for the parallel loop; a
+  // loop whose sums keep lanes (sum-lanes, loops/SumLanes.h) runs as two (iterationsOf).
   void loop(const Loop& l, bool usesChunk) {
     if (l.pairs) return pairedLoop(l);
     varExtents_[l.var] = l.extent;
@@ -1538,31 +1538,31 @@ class KernelGen {
         vars_[l.var] = nullptr;
       });
     };
-    const int64_t lanes = usesChunk ? 0 : l.sumLanes;
-    if (lanes == 0) {
-      markLoop(range(usesChunk ? lo_ : i64(0), usesChunk ? hi_ : i64(l.extent)), l);
-    } else {
-      const int64_t split = l.extent - l.extent % lanes;
-      sumsInLanes_ = true;
-      pinLanes(range(i64(0), i64(split)), lanes);
-      sumsInLanes_ = false;
-      if (split < l.extent) markInOrder(range(i64(split), i64(l.extent)));
-    }
+    if (usesChunk) markLoop(range(lo_, hi_), l);  // a parallel loop keeps no sum lanes
+    else iterationsOf(l, l.extent, range);
     varExtents_[l.var] = 0;
   }
 
-  // The widened part of a loop whose sums keep lanes: the target's vector of the kernel's type,
-  // as many of them as the lanes fill (the vectorizer's partial sums, then the same fixed
-  // reduction across lanes wherever the sum is computed). Never unrolled, before widening or
-  // after: its updates may reassociate, and the terms of an unrolled copy, side by side, could
-  // be regrouped by cost models that see the rest of the kernel (random program 255229: a
-  // product of 8 equal terms, fully unrolled before the vectorizer ran, came out as another
-  // tree of products fused than unfused).
-  void pinLanes(llvm::BranchInst* latch, int64_t lanes) {
-    const int64_t w = opts_.vectorFloats * 32 / static_cast<int64_t>(ft_->getPrimitiveSizeInBits());
-    setLoopHints(latch, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.vectorize.width", b_.getInt32(static_cast<uint32_t>(w))),
-                         loopHint("llvm.loop.interleave.count", b_.getInt32(static_cast<uint32_t>(lanes / w))),
+  // Iterations [0, n) of loop `l`, each range of them emitted by range(from, to): one loop
+  // marked as `l` says; or, where its sums keep lanes, the first sumLanes * k iterations
+  // widened to exactly those lanes (the only updates that may reassociate), then the rest in
+  // order. The widened part is the target's vector of the kernel's type, as many of them as the
+  // lanes fill (the vectorizer's partial sums, then the same fixed reduction across lanes
+  // wherever the sum is computed), and never unrolled, before widening or after: the terms of an
+  // unrolled copy, side by side, could be regrouped by cost models that see the rest of the
+  // kernel (random program 255229: a product of 8 equal terms, fully unrolled before the
+  // vectorizer ran, came out as another tree of products fused than unfused).
+  template <class Range>
+  void iterationsOf(const Loop& l, int64_t n, Range range) {
+    if (l.sumLanes == 0) return markLoop(range(i64(0), i64(n)), l);
+    const int64_t split = n - n % l.sumLanes, w = loops::sumLaneWidth(k_.computeType, opts_.vectorFloats);
+    sumsInLanes_ = true;
+    llvm::BranchInst* lanes = range(i64(0), i64(split));
+    sumsInLanes_ = false;
+    setLoopHints(lanes, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.vectorize.width", b_.getInt32(static_cast<uint32_t>(w))),
+                         loopHint("llvm.loop.interleave.count", b_.getInt32(static_cast<uint32_t>(l.sumLanes / w))),
                          loopHint("llvm.loop.unroll.disable", b_.getTrue())});
+    if (split < n) markInOrder(range(i64(split), i64(n)));
   }
 
   // One element per iteration, as written (a `scalar` loop, the rest of a sum's loop).
@@ -1722,22 +1722,13 @@ class KernelGen {
   // then for the odd one; a store writes both as one word.
   void pairedLoop(const Loop& l) {
     varExtents_[l.var] = l.extent;
-    const int64_t pairs = l.extent / 2, lanes = l.sumLanes;
-    if (lanes == 0) {
-      markLoop(pairRange(l, 0, pairs), l);
-    } else {  // lanes of pairs (sum-lanes), then the rest in order
-      const int64_t split = pairs - pairs % lanes;
-      sumsInLanes_ = true;
-      pinLanes(pairRange(l, 0, split), lanes);
-      sumsInLanes_ = false;
-      if (split < pairs) markInOrder(pairRange(l, split, pairs));
-    }
+    iterationsOf(l, l.extent / 2, [&](llvm::Value* from, llvm::Value* to) { return pairRange(l, from, to); });  // lanes of pairs
     varExtents_[l.var] = 0;
   }
 
   // Pairs [from, to) of pairedLoop's loop.
-  llvm::BranchInst* pairRange(const Loop& l, int64_t from, int64_t to) {
-    return countedLoop(k_.varNames[l.var], i64(from), i64(to), [&](llvm::Value* pair) {
+  llvm::BranchInst* pairRange(const Loop& l, llvm::Value* from, llvm::Value* to) {
+    return countedLoop(k_.varNames[l.var], from, to, [&](llvm::Value* pair) {
       vars_[l.var] = b_.CreateShl(pair, 1, "", true, true);
       pairVar_ = l.var;
       const std::vector<loops::Prefetch>* outer = prefetched_;
