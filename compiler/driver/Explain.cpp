@@ -156,7 +156,7 @@ int commandExplain(const ExplainOptions& o) {
     for (const std::string& d : fused->state.reciprocalDecisions) std::cout << d << "\n";
   }
   if (!fused->state.sumOrderDecisions.empty()) {
-    std::cout << "\n== summation order (sum-lanes): the same in every kernel, fused or not ==\n";
+    std::cout << "\n== summation order (sum-lanes): the same in every kernel, fused or not, on every CPU ==\n";
     for (const std::string& d : fused->state.sumOrderDecisions) std::cout << d << "\n";
   }
   std::cout << "\nBytes count each distinct element a kernel touches once; CPU stores may add a read of each\n"

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compiler/loops/InterleaveLoops.h"
 #include "compiler/loops/LoopIR.h"
 #include "compiler/loops/NonPositiveExp.h"
 #include "compiler/loops/PairBf16Lanes.h"
@@ -414,6 +415,9 @@ void checkLoopMarks(const LoopProgram& p, const Kernel& k, int64_t& found, int& 
       problems.push_back(fmt::format("kernel {}: loop {} keeps {} sum lanes, but {}", k.name, name(l->var), l->sumLanes, noLanes));
     if (l && (l->sumLanes < 0 || l->sumLanes > (l->pairs ? l->extent / 2 : l->extent)))
       problems.push_back(fmt::format("kernel {}: loop {} keeps {} sum lanes for {} terms", k.name, name(l->var), l->sumLanes, l->pairs ? l->extent / 2 : l->extent));
+    else if (l && l->sumLanes != 0 && l->sumLanes != sumLaneGroup(k.computeType) && l->sumLanes != kInterleaveVectors * sumLaneGroup(k.computeType))
+      problems.push_back(fmt::format("kernel {}: loop {} keeps {} sum lanes, not 1 or {} groups of {}", k.name, name(l->var), l->sumLanes,
+                                     kInterleaveVectors, sumLaneGroup(k.computeType)));
     std::string unpairable;
     if (l && l->pairs && !canPairBf16Lanes(p, *l, &unpairable))
       problems.push_back(fmt::format("kernel {}: loop {} runs over bf16 pairs, but it has {}", k.name, name(l->var), unpairable));

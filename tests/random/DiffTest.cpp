@@ -84,10 +84,26 @@ const std::vector<Variant>& variants() {
   return withCuda;
 }
 
+std::vector<Variant> crossCpuVariants(const std::string& cpu) {
+  std::vector<Variant> out;
+  auto add = [&](const std::string& base, const std::string& other) {
+    for (const Variant& v : variants())
+      if (v.name == base) out.push_back({base + " --cpu " + other, v.options, {2}}), out.back().options.cpu = other;
+  };
+  // SSE2's 4 lanes run on every x86 host; untiled, since a tile multiplies and adds with
+  // llvm.fmuladd, which SSE2 cannot fuse.
+  add("--no-tile -O3", "x86-64");
+  // AVX2's 8 lanes against AVX-512's 16, tiles included (both fuse).
+  if (texc::cpuTarget(cpu).vectorFloats() == 16 && texc::missingHostFeatures(texc::cpuTarget("haswell")).empty())
+    add("--fuse=all -O3", "haswell");
+  return out;
+}
+
 std::vector<Variant> variantsFor(const std::string& cpu) {
   std::vector<Variant> out = variants();
   for (Variant& v : out)
     if (v.options.target == Target::Cpu) v.options.cpu = cpu;
+  for (Variant& v : crossCpuVariants(cpu)) out.push_back(std::move(v));
   return out;
 }
 
@@ -245,8 +261,25 @@ void checkVariant(const std::string& source, const Variant& v, const Program& an
 // The same bits: NaN meets NaN (any payload), a zero keeps its sign.
 bool sameBits(double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)); }
 
-// Each fused variant against `--fuse=none` at the same -O level and thread count, element by
-// element; a difference is a mismatch even where both are within the reference's bound.
+// Runs `a` and `b` (outputs by run label) output by output, element by element: the first
+// difference in an output is a mismatch, reported as `label output NAME: what, first at ...`.
+void compareBits(const Program& analysed, const RunOutputs::value_type& a, const RunOutputs::value_type& b, const std::string& label,
+                 const std::string& what, bool damage, Outcome& out) {
+  for (size_t k = 0; k < analysed.outputs.size() && k < a.second.size() && k < b.second.size(); ++k) {
+    const std::vector<double>& x = a.second[k];
+    const std::vector<double>& y = b.second[k];
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i)
+      if (!sameBits(damage && k == 0 && i == 0 ? std::nextafter(x[i], INFINITY) : x[i], y[i])) {
+        out.verdict = Verdict::Mismatch;
+        out.report += label + " output " + analysed.tensors[analysed.outputs[k]].name + ": " + what + ", first at element " +
+                      std::to_string(i) + ": " + fmt::format("{}", x[i]) + " against " + fmt::format("{}", y[i]) + "\n";
+        break;
+      }
+  }
+}
+
+// Each fused variant against `--fuse=none` at the same -O level and thread count; a difference
+// is a mismatch even where both are within the reference's bound.
 void compareFusionModes(const Program& analysed, const RunOutputs& kept, bool damage, Outcome& out) {
   for (const char* level : {"-O3", "-O0"})
     for (const char* fused : {"--fuse=all", "--fuse=elementwise"})
@@ -255,19 +288,23 @@ void compareFusionModes(const Program& analysed, const RunOutputs& kept, bool da
         auto a = kept.find(fused + suffix), b = kept.find("--fuse=none" + suffix);
         if (a == kept.end() || b == kept.end()) continue;
         ++out.fusionBitComparisons;
-        for (size_t k = 0; k < analysed.outputs.size() && k < a->second.size() && k < b->second.size(); ++k) {
-          const std::vector<double>& x = a->second[k];
-          const std::vector<double>& y = b->second[k];
-          for (size_t i = 0; i < x.size() && i < y.size(); ++i)
-            if (!sameBits(damage && k == 0 && i == 0 ? std::nextafter(x[i], INFINITY) : x[i], y[i])) {
-              out.verdict = Verdict::Mismatch;
-              out.report += "[" + a->first + " against --fuse=none] output " + analysed.tensors[analysed.outputs[k]].name +
-                            ": fusion gave other bits than --fuse=none, first at element " +
-                            std::to_string(i) + ": " + fmt::format("{}", x[i]) + " against " + fmt::format("{}", y[i]) + "\n";
-              break;
-            }
-        }
+        compareBits(analysed, *a, *b, "[" + a->first + " against --fuse=none]", "fusion gave other bits than --fuse=none", damage, out);
       }
+}
+
+// Each variant of crossCpuVariants ("--no-tile -O3 --cpu x86-64") against the variant it copies
+// for the CPU of the others ("--no-tile -O3"), at 2 threads: a sum's order and every function
+// are the same on every CPU (loops/SumLanes.h), so the bits must be too.
+void compareCpus(const Program& analysed, const std::vector<Variant>& vs, const RunOutputs& kept, bool damage, Outcome& out) {
+  for (const Variant& v : vs) {
+    const size_t at = v.name.find(" --cpu ");
+    if (at == std::string::npos) continue;
+    auto a = kept.find(v.name + " --threads 2"), b = kept.find(v.name.substr(0, at) + " --threads 2");
+    if (a == kept.end() || b == kept.end()) continue;
+    ++out.cpuBitComparisons;
+    compareBits(analysed, *a, *b, "[" + a->first + " against " + b->first + "]", "the code for " + v.options.cpu + " gave other bits",
+                damage, out);
+  }
 }
 
 }  // namespace
@@ -325,6 +362,7 @@ Outcome checkProgram(const std::string& source, const std::vector<Variant>& vs, 
     }
   }
   compareFusionModes(p, kept, options.damageForTest, out);
+  compareCpus(p, vs, kept, options.damageForTest, out);
   return out;
 }
 
@@ -355,7 +393,7 @@ Outcome runIsolated(const std::string& source, const std::vector<Variant>& vs, d
     dup2(errors[1], 2);
     Outcome o = checkProgram(source, vs, options);
     std::string msg = std::string(1, static_cast<char>(o.verdict)) + std::to_string(o.variantRuns) + " " +
-                      std::to_string(o.fusionBitComparisons) + "\n" + o.report;
+                      std::to_string(o.fusionBitComparisons) + " " + std::to_string(o.cpuBitComparisons) + "\n" + o.report;
     for (size_t off = 0; off < msg.size();) {
       ssize_t n = write(result[1], msg.data() + off, msg.size() - off);
       if (n <= 0) break;
@@ -402,6 +440,8 @@ Outcome runIsolated(const std::string& source, const std::vector<Variant>& vs, d
     o.variantRuns = std::atoi(counts.c_str());
     const size_t space = counts.find(' ');
     if (space != std::string::npos) o.fusionBitComparisons = std::atoi(counts.c_str() + space + 1);
+    const size_t second = space == std::string::npos ? space : counts.find(' ', space + 1);
+    if (second != std::string::npos) o.cpuBitComparisons = std::atoi(counts.c_str() + second + 1);
     o.report = msg.substr(nl + 1);
   }
   return o;

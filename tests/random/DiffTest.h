@@ -1,6 +1,7 @@
 // Differential testing: one program, every pipeline variant, every result against the float64
-// reference under the end-to-end suite's tolerance rule (docs/testing.md); and its fused runs
-// against its unfused ones, bit for bit (tests/support/FusionKeepsBits.h).
+// reference under the end-to-end suite's tolerance rule (docs/testing.md); its fused runs against
+// its unfused ones, bit for bit (tests/support/FusionKeepsBits.h); and its code for a CPU of
+// another vector width against the same pipeline's for the first, bit for bit.
 //
 // Everything runs in-process (parse, analyse, compile through the driver's pipeline, JIT, run),
 // which is a hundred times faster than starting texc per variant. A crash or a hang in the
@@ -25,9 +26,15 @@ struct Variant {
   std::vector<int> threads;  // each count is one run of the same compiled code
 };
 const std::vector<Variant>& variants();
+// The variants that run a copy of another variant's pipeline with code for a CPU of another
+// vector width, to be compared with it bit for bit ("--no-tile -O3 --cpu x86-64", SSE2's 4 lanes,
+// on every host; "--fuse=all -O3 --cpu haswell", AVX2's 8, where `cpu` has 16 and the host runs
+// AVX2), at 2 threads.
+std::vector<Variant> crossCpuVariants(const std::string& cpu);
 // variants() with every CPU variant's code for `cpu` (texc's --cpu: an LLVM CPU name or "host"),
 // so that one host checks the code another kind of host would run (haswell for AVX2 on an
-// AVX-512 machine). The caller checks that this host can run it (missingHostFeatures).
+// AVX-512 machine), then crossCpuVariants(cpu). The caller checks that this host can run `cpu`
+// (missingHostFeatures).
 std::vector<Variant> variantsFor(const std::string& cpu);
 
 enum class Verdict : uint8_t {
@@ -48,6 +55,9 @@ struct Outcome {
   // Fused runs compared bit for bit with --fuse=none at the same -O level and thread count
   // (fusion must keep every bit; tests/support/FusionKeepsBits.h).
   int fusionBitComparisons = 0;
+  // crossCpuVariants' runs compared bit for bit with the variant each copies (a sum's order and
+  // every function are the same on every CPU; loops/SumLanes.h).
+  int cpuBitComparisons = 0;
 };
 
 struct CheckOptions {

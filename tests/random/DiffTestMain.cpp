@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::map<Verdict, int64_t> counts;
-  int64_t programs = 0, runs = 0, bitPrograms = 0, bitComparisons = 0;
+  int64_t programs = 0, runs = 0, bitPrograms = 0, bitComparisons = 0, cpuPrograms = 0, cpuComparisons = 0;
   int64_t total = o.files.empty() ? o.count : static_cast<int64_t>(o.files.size());
   for (int64_t k = 0; k < total; ++k) {
     if (o.timeLimit > 0 && elapsed() > o.timeLimit) break;
@@ -147,6 +147,8 @@ int main(int argc, char** argv) {
     runs += out.variantRuns;
     bitComparisons += out.fusionBitComparisons;
     bitPrograms += out.fusionBitComparisons > 0;
+    cpuComparisons += out.cpuBitComparisons;
+    cpuPrograms += out.cpuBitComparisons > 0;
     if (o.verbose) std::cout << fmt::format("{}: {}\n", stem, verdictName(out.verdict));
     if (programs % 250 == 0)
       std::cerr << fmt::format("{} programs in {:.0f} s, {} failures so far\n", programs, elapsed(),
@@ -181,6 +183,10 @@ int main(int argc, char** argv) {
       texc::cpuTarget(o.cpu).describe());
   std::cout << fmt::format("{} programs' fused runs were compared with their unfused ones bit for bit ({} comparisons)\n",
                            bitPrograms, bitComparisons);
+  std::string others;
+  for (const Variant& v : crossCpuVariants(o.cpu)) others += (others.empty() ? "" : ", ") + v.options.cpu;
+  std::cout << fmt::format("{} programs' runs were compared with their code for {} bit for bit ({} comparisons)\n", cpuPrograms,
+                           others.empty() ? "no other CPU" : others, cpuComparisons);
   // A run that checked too little is a failure too: a slow machine must not pass by running few.
   bool tooLittle = false;
   if (programs < o.minPrograms) {

@@ -10,11 +10,13 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <limits>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
 #include "compiler/backend/llvm/NonTemporal.h"
 #include "compiler/backend/llvm/VectorMath.h"
+#include "compiler/loops/InterleaveLoops.h"
 #include "compiler/loops/SumLanes.h"
 #include "compiler/loops/Walk.h"
 #include "core/IndexAlgebra.h"
@@ -189,6 +191,12 @@ class KernelGen {
       case StmtKind::AccUpdate: {
         const AccUpdate& u = s.as<AccUpdate>();
         llvm::Value* term = expr(u.value);
+        if (auto lanes = sumLanes_.find(u.acc); lanes != sumLanes_.end()) {  // lane (iteration - first of the group)
+          llvm::Value* lane = b_.CreateSub(innermostIv_, laneBase_, "lane", true, true);
+          llvm::Value* slot = b_.CreateInBoundsGEP(ft_, lanes->second, lane);
+          b_.CreateStore(combine(u.reduce, b_.CreateLoad(ft_, slot), term), slot);
+          break;
+        }
         llvm::Value* acc = b_.CreateLoad(ft_, accs_[u.acc]);
         b_.CreateStore(combine(u.reduce, acc, term), accs_[u.acc]);
         if (u.reduce == ReduceKind::Max || u.reduce == ReduceKind::Min) {
@@ -237,7 +245,10 @@ class KernelGen {
     iv->addIncoming(start, pre);
     b_.CreateCondBr(b_.CreateICmpSLT(iv, end), bodyBB, exit);
     b_.SetInsertPoint(bodyBB);
+    llvm::Value* outerIv = innermostIv_;
+    innermostIv_ = iv;
     body(iv);
+    innermostIv_ = outerIv;
     iv->addIncoming(b_.CreateAdd(iv, llvm::ConstantInt::get(i64_, 1), name + ".next", true, true), b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateBr(header);
     b_.SetInsertPoint(exit);
@@ -1544,25 +1555,75 @@ class KernelGen {
   }
 
   // Iterations [0, n) of loop `l`, each range of them emitted by range(from, to): one loop
-  // marked as `l` says; or, where its sums keep lanes, the first sumLanes * k iterations
-  // widened to exactly those lanes (the only updates that may reassociate), then the rest in
-  // order. The widened part is the target's vector of the kernel's type, as many of them as the
-  // lanes fill (the vectorizer's partial sums, then the same fixed reduction across lanes
-  // wherever the sum is computed), and never unrolled, before widening or after: the terms of an
-  // unrolled copy, side by side, could be regrouped by cost models that see the rest of the
-  // kernel (random program 255229: a product of 8 equal terms, fully unrolled before the
-  // vectorizer ran, came out as another tree of products fused than unfused).
+  // marked as `l` says; or, where its sums keep lanes (loops/SumLanes.h), the first
+  // sumLanes * m iterations as m rounds of sumLanes, iteration r * sumLanes + q adding its terms
+  // to lane q of an array per summed accumulator (lane 0 starts from the accumulator's value, the
+  // others from the identity), then the lanes given up in the fixed order (giveUpLanes), then the
+  // rest of the iterations in order. No update reassociates: each lane adds its own terms in
+  // order, so the bits are the same however LLVM widens, interleaves or unrolls the rounds, on
+  // every CPU. A round is widened to the target's vectors, interleaved across all of them when
+  // its lanes fill at most 4 vectors, or 8 when no term is a transcendental, and then unrolled
+  // whole (the lanes stay in registers: with AVX-512 the code LLVM's own 4-vector reduction
+  // made); otherwise 4 vectors at a time with the lanes in memory, since 8 AVX2 copies of an exp
+  // would not fit 16 registers.
   template <class Range>
   void iterationsOf(const Loop& l, int64_t n, Range range) {
     if (l.sumLanes == 0) return markLoop(range(i64(0), i64(n)), l);
-    const int64_t split = n - n % l.sumLanes, w = loops::sumLaneWidth(k_.computeType, opts_.vectorFloats);
-    sumsInLanes_ = true;
-    llvm::BranchInst* lanes = range(i64(0), i64(split));
-    sumsInLanes_ = false;
-    setLoopHints(lanes, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.vectorize.width", b_.getInt32(static_cast<uint32_t>(w))),
-                         loopHint("llvm.loop.interleave.count", b_.getInt32(static_cast<uint32_t>(l.sumLanes / w))),
-                         loopHint("llvm.loop.unroll.disable", b_.getTrue())});
+    const int64_t lanes = l.sumLanes, split = n - n % lanes;
+    const int64_t width = opts_.vectorFloats / (ft_->isDoubleTy() ? 2 : 1);
+    std::map<int, llvm::AllocaInst*> arrays;
+    std::vector<std::pair<int, ReduceKind>> summed;
+    bool heavy = false;
+    loops::forEachStmt(l.body, [&](const Stmt& s) {
+      if (const Expr* v = loops::valueOf(s)) heavy = heavy || loops::callsTranscendental(*v);
+      if (!s.is<AccUpdate>()) return;
+      const AccUpdate& u = s.as<AccUpdate>();
+      if ((u.reduce != ReduceKind::Sum && u.reduce != ReduceKind::Prod) || arrays.count(u.acc)) return;
+      arrays[u.acc] = entryAlloca(ft_, lanes, "acc" + std::to_string(u.acc) + ".lanes");
+      summed.push_back({u.acc, u.reduce});
+    });
+    llvm::Type* laneVector = llvm::FixedVectorType::get(ft_, static_cast<unsigned>(lanes));
+    for (auto [acc, reduce] : summed) {
+      llvm::Value* start = b_.CreateInsertElement(b_.CreateVectorSplat(static_cast<unsigned>(lanes), laneIdentity(reduce)),
+                                                  b_.CreateLoad(ft_, accs_[acc]), uint64_t{0});
+      b_.CreateAlignedStore(start, arrays[acc], llvm::Align(64));
+    }
+    const bool whole = lanes / width <= 4 || (!heavy && lanes / width <= 8);
+    llvm::BranchInst* rounds = countedLoop(k_.varNames[l.var] + ".round", i64(0), i64(split / lanes), [&](llvm::Value* r) {
+      laneBase_ = b_.CreateMul(r, i64(lanes), "", true, true);
+      sumLanes_ = arrays;
+      llvm::BranchInst* round = range(laneBase_, b_.CreateAdd(laneBase_, i64(lanes), "", true, true));
+      sumLanes_.clear();
+      setLoopHints(round, {loopHint("llvm.loop.vectorize.enable", b_.getTrue()), loopHint("llvm.loop.vectorize.width", b_.getInt32(static_cast<uint32_t>(width))),
+                           loopHint("llvm.loop.interleave.count", b_.getInt32(static_cast<uint32_t>(whole ? lanes / width : kInterleaveVectors))),
+                           loopHint("llvm.loop.unroll.disable", b_.getTrue()),
+                           followup("llvm.loop.vectorize.followup_vectorized", {attribute(whole ? "llvm.loop.unroll.full" : "llvm.loop.unroll.disable")})});
+    });
+    markInOrder(rounds);
+    for (auto [acc, reduce] : summed)
+      b_.CreateStore(giveUpLanes(reduce, b_.CreateAlignedLoad(laneVector, arrays[acc], llvm::Align(64)), loops::sumLaneGroup(k_.computeType)), accs_[acc]);
     if (split < n) markInOrder(range(i64(split), i64(n)));
+  }
+
+  // The identity of a lane: -0 for a sum (x + -0 is x for every x, +0 too), 1 for a product.
+  llvm::Value* laneIdentity(ReduceKind r) {
+    return r == ReduceKind::Sum ? llvm::ConstantFP::getNegativeZero(ft_) : llvm::ConstantFP::get(ft_, 1.0);
+  }
+
+  // The lanes of `v` reduced to one value in the order loops/SumLanes.h fixes: its groups of
+  // `group` lanes combined lane by lane, first to last, then the group's lanes in a halving
+  // tree (lane j with lane j + half).
+  llvm::Value* giveUpLanes(ReduceKind r, llvm::Value* v, int64_t group) {
+    auto lanesOf = [&](llvm::Value* x, int64_t from, int64_t count) {
+      std::vector<int> mask;
+      for (int64_t i = 0; i < count; ++i) mask.push_back(static_cast<int>(from + i));
+      return b_.CreateShuffleVector(x, mask);
+    };
+    const int64_t lanes = llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements();
+    llvm::Value* acc = lanesOf(v, 0, group);
+    for (int64_t g = group; g < lanes; g += group) acc = combine(r, acc, lanesOf(v, g, group));
+    for (int64_t half = group / 2; half >= 1; half /= 2) acc = combine(r, lanesOf(acc, 0, half), lanesOf(acc, half, half));
+    return b_.CreateExtractElement(acc, uint64_t{0});
   }
 
   // One element per iteration, as written (a `scalar` loop, the rest of a sum's loop).
@@ -1693,11 +1754,10 @@ class KernelGen {
   }
 
   llvm::Value* combine(ReduceKind r, llvm::Value* acc, llvm::Value* term) {
-    // A sum or product may be reassociated only in the widened part of a loop whose sums keep
-    // lanes (sum-lanes: its order is texc's, the same in every kernel); elsewhere it adds in
-    // order. A max or min is exact in any order.
+    // A sum or product adds in the order written (the lanes of sum-lanes are an order too:
+    // iterationsOf); a max or min is exact in any order.
     llvm::FastMathFlags fmf;
-    if (sumsInLanes_ || r == ReduceKind::Max || r == ReduceKind::Min) fmf.setAllowReassoc();
+    if (r == ReduceKind::Max || r == ReduceKind::Min) fmf.setAllowReassoc();
     llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
     b_.setFastMathFlags(fmf);
     switch (r) {
@@ -1882,7 +1942,9 @@ class KernelGen {
   const std::vector<loops::Prefetch>* prefetched_ = nullptr;  // the loop being emitted: loads to prefetch
   int pairVar_ = -1;   // the variable of the bf16 pair loop being emitted (pairedLoop), or -1
   int pairLane_ = 0;   // which element of the pair the value being built is for: 0 even, 1 odd
-  bool sumsInLanes_ = false;  // emitting the widened part of a loop whose sums keep lanes: sums may reassociate
+  llvm::Value* innermostIv_ = nullptr;  // the induction variable of the innermost countedLoop being emitted
+  llvm::Value* laneBase_ = nullptr;     // the first iteration of the round of sum lanes being emitted
+  std::map<int, llvm::AllocaInst*> sumLanes_;  // in a round of sum lanes: each summed accumulator's lanes
   llvm::Value* pairOrder_ = nullptr;  // interleaveWords's permute indices, made opaque once
   std::vector<llvm::Value*> buffers_;
   llvm::Value* lo_ = nullptr;

@@ -157,6 +157,32 @@ TEST_CASE("random: a damaged run shrinks to a minimal program", "[random]") {
   CHECK(small.find("input b") == std::string::npos);
 }
 
+TEST_CASE("random: every program's code for a CPU of another vector width gives the same bits", "[random]") {
+  // SSE2's 4 lanes everywhere, and AVX2's 8 where the host has AVX-512: each against the same
+  // pipeline's code for the host (the sum's order is the same on every CPU: loops/SumLanes.h).
+  std::vector<Variant> vs;
+  for (const Variant& v : variantsFor("host"))
+    if (v.name.rfind("--no-tile -O3", 0) == 0 || v.name.rfind("--fuse=all -O3", 0) == 0) vs.push_back(v);
+  const size_t others = crossCpuVariants("host").size();
+  REQUIRE(others >= 1);
+  REQUIRE(vs.size() == 2 + others);
+  // Seed 400001's sums, shrunk: 64 terms in lanes, then the rest in order; before the lanes were
+  // the same on every CPU, haswell's code gave other bits than the Intel Xeon's.
+  const std::string sums = "input x : f32[3, 100]\ninput w : f64[2, 40]\noutput s[i] = sum(j: x[i, j] * x[i, j]) / sum(j: exp(x[i, j]))\n"
+                           "output t[i] = sum(j: w[i, j] * w[i, j])\noutput p[i] = prod(j < 70: 1 + x[i, j] * 0.01)\n";
+  Outcome o = checkProgram(sums, vs);
+  INFO(o.report);
+  CHECK(o.verdict == Verdict::Pass);
+  CHECK(o.cpuBitComparisons == static_cast<int>(others));
+  CHECK(runIsolated(sums, vs, 120).cpuBitComparisons == static_cast<int>(others));
+  CheckOptions damage;
+  damage.damageForTest = true;
+  Outcome bad = checkProgram(sums, vs, damage);
+  CHECK(bad.verdict == Verdict::Mismatch);
+  CHECK(bad.report.find("[--no-tile -O3 --cpu x86-64 --threads 2 against --no-tile -O3 --threads 2] output s: the code for x86-64 "
+                        "gave other bits, first at element 0") != std::string::npos);
+}
+
 TEST_CASE("random: every program is compared fused against unfused bit for bit", "[random]") {
   // h is a fused bf16 producer: rounded where --fuse=none stores it, so every bit must agree.
   const std::string lowp = "input x : bf16[5, 3]\ninput b : bf16[3]\nh = x * 0.75 + b\noutput y = tanh(h) * h\n";
