@@ -28,7 +28,7 @@ struct Variant {
 const std::vector<Variant>& variants();
 // The variants that run a copy of another variant's pipeline with code for a CPU of another
 // vector width, to be compared with it bit for bit ("--no-tile -O3 --cpu x86-64", SSE2's 4 lanes,
-// on every host; "--fuse=all -O3 --cpu haswell", AVX2's 8, where `cpu` has 16 and the host runs
+// on every host; "--no-tile -O3 --cpu haswell", AVX2's 8, where `cpu` has 16 and the host runs
 // AVX2), at 2 threads.
 std::vector<Variant> crossCpuVariants(const std::string& cpu);
 // variants() with every CPU variant's code for `cpu` (texc's --cpu: an LLVM CPU name or "host"),
