@@ -203,6 +203,11 @@ struct OnlineSchedule {
 
 int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+// Keys per tile on every CPU. Each tile rescales the running maximum and sums, so the tile's
+// size decides the bits of the result: the same size everywhere gives the same bits with AVX2's
+// 6-row register tiles and AVX-512's 8-row ones (docs/architecture.md, "Summation order").
+constexpr int64_t kKeyTile = 64;
+
 OnlineSchedule chooseSchedule(const LoopProgram& p, const MachineInfo& m, const OnePass& o, const ScheduleOverrides& ov) {
   OnlineSchedule s;
   // The contraction rule's register tile (Schedule.h) with two vectors of columns: blocks of
@@ -215,7 +220,9 @@ OnlineSchedule chooseSchedule(const LoopProgram& p, const MachineInfo& m, const 
   // block's output rows (mq x Dv) and a K or V tile (nc x D) are each 12-17 KiB at D = 64, so
   // each phase works out of L1 and L2.
   s.mq = roundUp(std::min(ov.mc.value_or(48), roundUp(o.Nq, unit)), unit);
-  s.nc = roundUp(std::min(ov.nc.value_or(64), roundUp(o.Nk, s.mr)), s.mr);
+  // All the keys in one tile when they are fewer (any such tile gives the same bits), else
+  // kKeyTile, whose last S^T tile has fewer rows when mr does not divide it (AVX2: 10 x 6 + 4).
+  s.nc = ov.nc ? roundUp(std::min(*ov.nc, roundUp(o.Nk, s.mr)), s.mr) : o.Nk <= kKeyTile ? roundUp(o.Nk, s.mr) : kKeyTile;
   s.pairBlocks = !o.mask.empty() && o.rows.size() == 1 && o.rows.front()->parallel;
   s.bf16Pairs = m.bf16Dot && m.vectorFloats == 16 && s.nr % 16 == 0 && p.buffers[o.qOperand.buffer].dtype == DType::BF16 &&
                 p.buffers[o.kOperand.buffer].dtype == DType::BF16;
@@ -224,6 +231,7 @@ OnlineSchedule chooseSchedule(const LoopProgram& p, const MachineInfo& m, const 
       "queries) from Q packed once per block, the softmax update as vector loops over the block's rows, O += P V in {}x{} "
       "tiles (rows x columns); S and the running max, sum and rescale factor are local ({} KiB per thread)",
       s.mq, s.nc, s.mr, s.nr, s.mr, s.nr, (s.nc * s.mq + 4 * s.mq) * 4 / 1024);
+  if (s.nc % s.mr != 0) s.explanation += fmt::format(" (the last S^T tile of each key tile {}x{})", s.nc % s.mr, s.nr);
   if (s.bf16Pairs)
     s.explanation += "; Q and K are bf16 on a CPU with AVX512-BF16: the Q block and each key tile's K packed as bf16 pairs along d, S^T "
                      "on vdpbf16ps (two d steps per instruction, sums in f32)";
@@ -351,8 +359,18 @@ void tileOne(LoopProgram& p, Kernel& k, const OnePass& o, const OnlineSchedule& 
     }
     Expr score = o.mask.empty() ? o.score : call(Builtin::Select, {maskValue(o.mask), o.score, negInf});
     t.epilogue.push_back(Store{S, {minus(var(o.j), tileKey), minus(var(o.i), blockRow)}, std::move(score)});
-    Loop keyTiles = loopOver(kr, s.nc / s.mr, one(std::move(t)));
-    tile.push_back(loopOver(qp, s.mq / s.nr, one(std::move(keyTiles))));
+    Block keyTiles;
+    if (s.nc % s.mr != 0) {  // the key tile's last rows: a tile of fewer rows after the whole ones
+      Tile last = t;
+      last.rowBase = plus(tileKey, IndexExpr::makeConst(s.nc / s.mr * s.mr));
+      last.rows = s.nc % s.mr;
+      last.blockRow = s.bf16Pairs ? IndexExpr::makeConst(s.nc / s.mr * s.mr) : last.blockRow;
+      keyTiles.push_back(loopOver(kr, s.nc / s.mr, one(std::move(t))));
+      keyTiles.push_back(std::move(last));
+    } else {
+      keyTiles.push_back(loopOver(kr, s.nc / s.mr, one(std::move(t))));
+    }
+    tile.push_back(loopOver(qp, s.mq / s.nr, std::move(keyTiles)));
   }
   // The online update, across the block's rows (vector loops): new max, rescale factor, weights.
   const Expr scoreAt = load(S, {var(cc), var(r)});

@@ -90,9 +90,7 @@ std::vector<Variant> crossCpuVariants(const std::string& cpu) {
     for (const Variant& v : variants())
       if (v.name == base) out.push_back({base + " --cpu " + other, v.options, {2}}), out.back().options.cpu = other;
   };
-  // Untiled: a tile's shape follows the register file, and so do the key blocks of attention's
-  // online softmax (64 keys with AVX-512, 66 with AVX2), which change how its running sums are
-  // rescaled; a tile multiplies and adds with llvm.fmuladd, which SSE2 cannot fuse; and bf16
+  // Untiled: a tile multiplies and adds with llvm.fmuladd, which SSE2 cannot fuse, and bf16
   // tiles use the CPU's bf16 dot products where it has them. SSE2's 4 lanes run on every x86
   // host, AVX2's 8 on the AVX-512 ones.
   add("--no-tile -O3", "x86-64");
