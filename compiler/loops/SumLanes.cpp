@@ -28,17 +28,14 @@ bool canKeepSumLanes(const Loop& l, std::string* why) {
   };
   if (l.scalar || l.parallel || l.gpu != GpuLoop::None) return fail("it is a scalar, parallel or GPU loop");
   if (anyStmt(l.body, [](const Stmt& s) { return s.is<Loop>() || s.is<Tile>() || s.is<Pack>(); })) return fail("it holds a loop");
-  bool sums = false, inOrder = true;
+  std::set<int> summed;
+  bool inOrder = true;
   forEachStmt(l.body, [&](const Stmt& s) {
-    sums = sums || addsUpSum(s);
+    if (addsUpSum(s)) summed.insert(s.as<AccUpdate>().acc);
     if (s.is<Store>()) inOrder = inOrder && (!usesVar(s.as<Store>().index, l.var) || walksLastDimension(s.as<Store>().index, l.var));
     if (const Expr* v = valueOf(s)) forEachLoad(*v, [&](const Expr& e) { inOrder = inOrder && (!usesVar(e.index, l.var) || walksLastDimension(e.index, l.var)); });
   });
-  if (!sums) return fail("it adds up no sum or product");
-  std::set<int> summed;
-  forEachStmt(l.body, [&](const Stmt& s) {
-    if (addsUpSum(s)) summed.insert(s.as<AccUpdate>().acc);
-  });
+  if (summed.empty()) return fail("it adds up no sum or product");
   bool readsSum = false;
   forEachStmt(l.body, [&](const Stmt& s) {
     if (s.is<AccInit>() || s.is<AccSet>()) readsSum = readsSum || summed.count(s.is<AccInit>() ? s.as<AccInit>().acc : s.as<AccSet>().acc);

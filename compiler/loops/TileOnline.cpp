@@ -359,17 +359,13 @@ void tileOne(LoopProgram& p, Kernel& k, const OnePass& o, const OnlineSchedule& 
     }
     Expr score = o.mask.empty() ? o.score : call(Builtin::Select, {maskValue(o.mask), o.score, negInf});
     t.epilogue.push_back(Store{S, {minus(var(o.j), tileKey), minus(var(o.i), blockRow)}, std::move(score)});
-    Block keyTiles;
-    if (s.nc % s.mr != 0) {  // the key tile's last rows: a tile of fewer rows after the whole ones
-      Tile last = t;
-      last.rowBase = plus(tileKey, IndexExpr::makeConst(s.nc / s.mr * s.mr));
-      last.rows = s.nc % s.mr;
-      last.blockRow = s.bf16Pairs ? IndexExpr::makeConst(s.nc / s.mr * s.mr) : last.blockRow;
-      keyTiles.push_back(loopOver(kr, s.nc / s.mr, one(std::move(t))));
-      keyTiles.push_back(std::move(last));
-    } else {
-      keyTiles.push_back(loopOver(kr, s.nc / s.mr, one(std::move(t))));
-    }
+    // The key tile's last rows, when mr does not divide it: a tile of fewer rows after the whole ones.
+    Tile last = t;
+    last.rowBase = plus(tileKey, IndexExpr::makeConst(s.nc / s.mr * s.mr));
+    last.rows = s.nc % s.mr;
+    if (s.bf16Pairs) last.blockRow = IndexExpr::makeConst(s.nc / s.mr * s.mr);
+    Block keyTiles = one(loopOver(kr, s.nc / s.mr, one(std::move(t))));
+    if (last.rows > 0) keyTiles.push_back(std::move(last));
     tile.push_back(loopOver(qp, s.mq / s.nr, std::move(keyTiles)));
   }
   // The online update, across the block's rows (vector loops): new max, rescale factor, weights.
