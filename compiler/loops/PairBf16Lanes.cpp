@@ -55,7 +55,7 @@ bool canPairBf16Lanes(const LoopProgram& p, const Loop& l, std::string* why) {
   return true;
 }
 
-int pairBf16Lanes(LoopProgram& p) {
+int pairBf16Lanes(LoopProgram& p, int vectorRegisters) {
   int marked = 0;
   for (Kernel& k : p.kernels)
     forEachInnermostLoop(k.body, [&](Loop& l) {
@@ -67,6 +67,9 @@ int pairBf16Lanes(LoopProgram& p) {
       });
       if (touchesBf16 && canPairBf16Lanes(p, l)) {
         l.pairs = true;
+        bool reduces = false;
+        for (const Stmt& c : l.body) reduces = reduces || c.is<AccUpdate>();
+        if (vectorRegisters <= 16 && l.interleave > 0 && !reduces) l.interleave *= 2;
         ++marked;
       }
     });

@@ -20,6 +20,14 @@
 //   * a tensor both stored and loaded in the loop is accessed at one index only (each element
 //     is read before or after its own store, never a neighbour's);
 //   * no update's term reads an accumulator that the loop itself updates.
+// Every value of a paired loop is two vectors, the pair's halves, and each carries the extra
+// work of its widening and rounding. On a target with 16 vector registers an interleaved loop
+// (InterleaveLoops.h) that only stores doubles its count: bf16 GELU 2^24 on a Zen 3 (AVX2),
+// 1 thread, ran 22.3 -> 20.0 ms with 8 interleaved vectors of pairs (16 f32 vectors in flight)
+// instead of 4, though many of its values then live on the stack; halving the count instead
+// (4 f32 vectors, fewer spills) made it 26 ms.
+// Loops that also sum (softmax's exponentials) keep the count: sum-lanes runs them in rounds of
+// their own, and bf16 softmax measured the same either way (docs/performance.md).
 // Printed `bf16 pairs` on the loop (--emit loops); the verifier checks the rule again.
 #pragma once
 
@@ -33,7 +41,8 @@ namespace texc::loops {
 // breaks.
 bool canPairBf16Lanes(const LoopProgram& p, const Loop& l, std::string* why = nullptr);
 
-// Marks every loop of `p` that canPairBf16Lanes allows. Returns the number of loops marked.
-int pairBf16Lanes(LoopProgram& p);
+// Marks every loop of `p` that canPairBf16Lanes allows, for a target with `vectorRegisters`
+// vector registers. Returns the number of loops marked.
+int pairBf16Lanes(LoopProgram& p, int vectorRegisters);
 
 }  // namespace texc::loops
