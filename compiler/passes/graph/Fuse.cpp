@@ -97,6 +97,9 @@ struct Read {
   double domain;
   bool inBounds;
   bool inReduction;  // under a reduction of the reader
+  // In the terms of a sum or product of the reader at an index that uses its variables: an
+  // inlined reduction would then be lowered inside the loop that adds those terms up.
+  bool inOrderedTerms;
 };
 
 // Finds the reads of tensor `t` in computation `ci`, with the domain size around each. The
@@ -111,21 +114,29 @@ void findReads(const Graph& g, int ci, int t, std::vector<Read>& out) {
     const Computation& c;
     int t, ci;
     std::vector<Read>& out;
+    std::vector<const Value*> sums;  // the sums and products around the walk, outermost first
     void walk(const Value& v, const std::vector<LoopScope>& scopes) {
       if (v.kind == ValueKind::Access && v.tensor == t) {
         std::string key;
         for (const IndexExpr& ix : v.indices) key += indexKey(ix);
-        out.push_back({ci, key, tripsTo(scopes, placementDepth(scopes, v)), v.check == AccessCheck::InBounds, v.ownerReduce >= 0});
+        bool ordered = false;
+        for (const Value* r : sums)
+          for (int var : r->reduceVars)
+            for (const IndexExpr& ix : v.indices) ordered = ordered || usesVar(ix, var);
+        out.push_back({ci, key, tripsTo(scopes, placementDepth(scopes, v)), v.check == AccessCheck::InBounds, v.ownerReduce >= 0, ordered});
       }
       if (v.kind != ValueKind::Reduce) {
         for (const Value& a : v.args) walk(a, scopes);
         return;
       }
       std::vector<LoopScope> inner = scopesInside(scopes, v, c);
+      const bool ordered = v.reduceKind == ReduceKind::Sum || v.reduceKind == ReduceKind::Prod;
+      if (ordered) sums.push_back(&v);
       for (const Value& a : v.args) walk(a, inner);
+      if (ordered) sums.pop_back();
     }
   };
-  Walker{c, t, ci, out}.walk(c.body, lhsScopes(c));
+  Walker{c, t, ci, out, {}}.walk(c.body, lhsScopes(c));
 }
 
 void inlineReads(Graph& g, Computation& c, int t) {
@@ -242,6 +253,10 @@ bool runFuse(CompileState& s) {
     } else if (reduction && factor > 1) {
       d.reason = fmt::format("not fused: its reduction would be recomputed {}x (its elements are read {} times each); a reduction is fused only when computed once",
                              factorText(factor), factorText(factor));
+    } else if (reduction && std::any_of(reads.begin(), reads.end(), [](const Read& r) { return r.inOrderedTerms; })) {
+      d.reason = "not fused: it is a reduction read in the terms of its reader's sum or product, where its loop would run inside "
+                 "the loop that adds those terms up; that loop would then add them in order, not in lanes as it does unfused "
+                 "(sum-lanes), and give other bits";
     } else if (!reduction && factor > 2) {
       d.reason = fmt::format("not fused: recomputation cost {}x > 2x (its elements are read {} times each)", factorText(factor),
                              factorText(factor));
