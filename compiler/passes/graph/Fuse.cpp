@@ -255,8 +255,8 @@ bool runFuse(CompileState& s) {
                              factorText(factor), factorText(factor));
     } else if (reduction && std::any_of(reads.begin(), reads.end(), [](const Read& r) { return r.inOrderedTerms; })) {
       d.reason = "not fused: it is a reduction read in the terms of its reader's sum or product, where its loop would run inside "
-                 "the loop that adds those terms up; that loop would then add them in order, not in lanes as it does unfused "
-                 "(sum-lanes), and give other bits";
+                 "the loop that adds those terms up; that loop would then add them in order, where unfused it may keep lanes "
+                 "(sum-lanes) and give other bits";
     } else if (!reduction && factor > 2) {
       d.reason = fmt::format("not fused: recomputation cost {}x > 2x (its elements are read {} times each)", factorText(factor),
                              factorText(factor));
