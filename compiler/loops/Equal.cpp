@@ -56,7 +56,7 @@ bool equalNode(const Tile& a, const Tile& b, const VarRenaming& r) {
          a.rowScratch == b.rowScratch && a.rowPackWhole == b.rowPackWhole && equal(a.blockRow, b.blockRow, r) &&
          a.colScratch == b.colScratch && equal(a.blockCol, b.blockCol, r) && equalConds(a.colPadding, b.colPadding, r) &&
          a.perWindow == b.perWindow &&
-         a.kUnroll == b.kUnroll && a.sumScratch == b.sumScratch && equal(a.sumRow, b.sumRow, r) &&
+         a.kUnroll == b.kUnroll && a.edgeRows == b.edgeRows && a.sumScratch == b.sumScratch && equal(a.sumRow, b.sumRow, r) &&
          equal(a.sumCol, b.sumCol, r) && a.sumStride == b.sumStride && a.bf16Pairs == b.bf16Pairs && a.amx == b.amx &&
          equal(a.epilogue, b.epilogue, r);
 }

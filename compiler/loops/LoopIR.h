@@ -247,6 +247,10 @@ struct Tile {
   std::vector<GuardCond> colPadding;  // only without a column pack
   bool perWindow = false;
   int64_t kUnroll = 1;  // k steps per iteration of the k loop (the schedule's ku; code generation's unroll)
+  // The rows left past the last whole tile (rowExtent % rows; 0 when the tiles fit). A tile with
+  // at most that many rows inside the extent runs a k loop of those rows only, instead of all of
+  // them with the last row repeated (CPU; not with AMX).
+  int64_t edgeRows = 0;
   int sumScratch = -1;  // partial sums of k blocks, when the output cannot hold them
   IndexExpr sumRow, sumCol;
   int64_t sumStride = 0;

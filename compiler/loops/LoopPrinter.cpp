@@ -170,11 +170,12 @@ struct Printer {
                                                              offset(t.sumCol), k.varNames[t.colVar])
                                                : partial ? access(partial->buffer, partial->index) : "";
     if (t.k.block > 0 && !t.perWindow && partial) start = fmt::format("({} > 0 ? {} : 0) + ", index(t.k.base), sums);
-    out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers{}{}\n", pad, t.acc, start, kWindow(t.k),
+    out += fmt::format("{}  acc{} = {}sum({}) {} * {}  # {}x{} accumulators in registers{}{}{}\n", pad, t.acc, start, kWindow(t.k),
                        lhs, rhs, t.rows, t.cols, t.kUnroll > 1 ? fmt::format(", k unrolled {}x", t.kUnroll) : "",
                        t.amx         ? "; AMX: 16x16 f32 tiles, 32 k steps per tdpbf16ps"
                        : t.bf16Pairs ? "; bf16 pairs: two k steps per vdpbf16ps"
-                                     : "");
+                                     : "",
+                       t.edgeRows > 0 ? fmt::format("; the edge's tile multiplies {} row{} only", t.edgeRows, t.edgeRows > 1 ? "s" : "") : "");
     if (t.k.block > 0 && t.perWindow) out += fmt::format("{}  # this window's sum alone; the epilogue after every window\n", pad);
     else if (t.k.block > 0 && t.sumScratch >= 0)
       out += fmt::format("{}  # after the last k block only; before it the partial sum is stored in s{} (f32) instead\n", pad, t.sumScratch);
@@ -367,6 +368,7 @@ struct Verifier {
                   t.rows / 16 > 2 || t.cols / 16 > 2))
       fail("AMX tile that is not a block of at most 2 x 2 tiles of 16 x 16 from bf16-pair packs");
     if (t.colScratch >= 0 && !t.colPadding.empty()) fail("tile with a column pack and padding conditions of its own");
+    if (t.edgeRows < 0 || t.edgeRows >= t.rows || (t.amx && t.edgeRows > 0)) fail("tile edge rows outside 0..rows-1, or with AMX");
     if (t.colScratch >= 0) {
       index(t.blockCol);
       scratchOk(t.colScratch, window * t.cols, "tile");

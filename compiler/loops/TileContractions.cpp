@@ -91,6 +91,7 @@ void tileOne(const LoopProgram& p, Kernel& k, const Contraction& c, const TileSc
   t.blockRow = affineIndex(s.mr, it, 0);
   t.bf16Pairs = bf16Pairs;
   t.amx = amx;
+  if (amx) t.edgeRows = 0;  // AMX tiles have no edge path
   if (kb >= 0 && lowPrecisionOutput(p, c)) {
     // The row block's partial sums, all its columns (the k blocks are inside the row blocks).
     t.sumStride = (c.N + s.nr - 1) / s.nr * s.nr;
@@ -284,6 +285,7 @@ void tileImplicitGemm(const LoopProgram& p, Kernel& k, ImplicitGemm& g, const Ti
   t.rowPackWhole = true;
   t.bf16Pairs = bf16Pairs;
   t.amx = amx;
+  if (amx) t.edgeRows = 0;  // AMX tiles have no edge path
   if (kb >= 0 && lowPrecisionOutput(p, c)) {
     // The pixel block's partial sums, all rows (the k blocks are inside the pixel blocks).
     t.sumStride = s.nc;

@@ -400,6 +400,7 @@ void tileOne(LoopProgram& p, Kernel& k, const OnePass& o, const OnlineSchedule& 
     t.cols = s.nr;
     t.rowExtent = o.Nq;
     t.colExtent = o.Dv;
+    t.edgeRows = o.Nq % s.mr;
     t.k = KWindow{o.j, o.Nk, s.nc, tileKey};
     t.perWindow = true;
     t.acc = pv;

@@ -1408,7 +1408,7 @@ class KernelGen {
     llvm::Value* colPanel = s.colScratch >= 0 ? b_.CreateMul(index(s.blockCol), i64(units(kw.length))) : nullptr;
 
     // bf16 pairs: one vdpbf16ps per accumulator vector adds the products of two k steps.
-    auto pairLoop = [&] {
+    auto pairLoop = [&](int64_t rows) {
       if (w != 16) throw std::logic_error("bf16-pair tile needs 16-float vectors");
       auto* words = llvm::FixedVectorType::get(b_.getInt32Ty(), 16);
       auto* pairsType = llvm::FixedVectorType::get(b_.getBFloatTy(), 32);
@@ -1421,7 +1421,7 @@ class KernelGen {
         }
         // A row pack of all of k (implicit GEMM) is read at the window's pairs (its windows start even).
         llvm::Value* pair = s.rowPackWhole ? b_.CreateAdd(b_.CreateSDiv(kw.start, i64(2)), q) : q;
-        for (int64_t r = 0; r < s.rows; ++r) {
+        for (int64_t r = 0; r < rows; ++r) {
           llvm::Value* at = b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(pair, i64(s.rows)), i64(r)));
           llvm::Value* word = b_.CreateAlignedLoad(b_.getInt32Ty(), scratchAt(s.rowScratch, at), llvm::Align(4));
           llvm::Value* a = b_.CreateBitCast(b_.CreateVectorSplat(16, word), pairsType);
@@ -1467,8 +1467,9 @@ class KernelGen {
       }
       vars_[s.k.var] = nullptr;
     }
-    auto kLoop = [&](bool masked) {
-      if (s.bf16Pairs) return pairLoop();
+    // The k loop over the tile's first `rows` rows (the others keep their zeros).
+    auto kLoopOfRows = [&](bool masked, int64_t rows) {
+      if (s.bf16Pairs) return pairLoop(rows);
       std::vector<llvm::Value*> masks(nvec, nullptr);
       for (int64_t v = 0; masked && v < nvec; ++v) masks[v] = laneMask(b_.CreateAdd(j0, i64(v * w)), w, s.colExtent);
       llvm::BranchInst* latch = countedLoop(k_.varNames[s.k.var], kw.start, kw.end, [&](llvm::Value* k) {
@@ -1488,7 +1489,7 @@ class KernelGen {
             col[v] = columnVector(s.value.args[1], b_.CreateAdd(j0, i64(v * w)), s.colVar, w, masks[v]);
           }
         }
-        for (int64_t r = 0; r < s.rows; ++r) {
+        for (int64_t r = 0; r < rows; ++r) {
           llvm::Value* aValue;
           if (s.rowScratch >= 0) {
             llvm::Value* at = b_.CreateAdd(rowPanel, b_.CreateAdd(b_.CreateMul(s.rowPackWhole ? k : kIn, i64(s.rows)), i64(r)));
@@ -1511,6 +1512,23 @@ class KernelGen {
         }
       });
       unrollBy(latch, s.kUnroll);
+    };
+    // A tile with only the edge's rows inside the extent (Tile::edgeRows) multiplies those rows
+    // alone: with the last row repeated it took as long as a whole tile (SGEMM M = 128 in 6-row
+    // tiles ran as long as M = 132).
+    auto kLoop = [&](bool masked) {
+      if (s.edgeRows <= 0 || s.amx) return kLoopOfRows(masked, s.rows);
+      auto* whole = llvm::BasicBlock::Create(ctx_, "tile.rows", fn_);
+      auto* edge = llvm::BasicBlock::Create(ctx_, "tile.edge.rows", fn_);
+      auto* joined = llvm::BasicBlock::Create(ctx_, "tile.rows.end", fn_);
+      b_.CreateCondBr(b_.CreateICmpSLE(rowsIn, i64(s.edgeRows)), edge, whole);
+      b_.SetInsertPoint(whole);
+      kLoopOfRows(masked, s.rows);
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(edge);
+      kLoopOfRows(masked, s.edgeRows);
+      b_.CreateBr(joined);
+      b_.SetInsertPoint(joined);
     };
     if (s.colScratch >= 0 || view || !ragged) {
       kLoop(false);

@@ -18,6 +18,7 @@ Stmt registerTile(const Contraction& c, int64_t mr, int64_t nr) {
   tile.rows = mr;
   tile.cols = nr;
   tile.rowExtent = c.M;
+  tile.edgeRows = c.M % mr;
   tile.colExtent = c.N;
   tile.acc = c.acc;
   tile.value.kind = ExprKind::Binary;

@@ -449,7 +449,7 @@ TEST_CASE("loop transforms: register_block turns a contraction's two loops into 
         "  for i_t < 3 parallel\n"
         "    for j_t < 2\n"
         "      tile 6x8: i = 6 * i_t + 0..5 (< 13), j = 8 * j_t + 0..7 (< 10)\n"
-        "        acc0 = sum(k < 7) A[i, k] * B[k, j]  # 6x8 accumulators in registers\n"
+        "        acc0 = sum(k < 7) A[i, k] * B[k, j]  # 6x8 accumulators in registers; the edge's tile multiplies 1 row only\n"
         "        C[i, j] = acc0\n");
   checkSameResults(l, p);
 
@@ -462,7 +462,7 @@ TEST_CASE("loop transforms: register_block turns a contraction's two loops into 
         "  for j_t < 1 parallel\n"
         "    for i_t < 4\n"
         "      tile 4x16: i = 4 * i_t + 0..3 (< 13), j = 16 * j_t + 0..15 (< 10)\n"
-        "        acc0 = sum(k < 7) A[i, k] * B[k, j]  # 4x16 accumulators in registers\n"
+        "        acc0 = sum(k < 7) A[i, k] * B[k, j]  # 4x16 accumulators in registers; the edge's tile multiplies 1 row only\n"
         "        C[i, j] = acc0\n");
   checkSameResults(l, q);
 }
@@ -482,7 +482,7 @@ TEST_CASE("loop transforms: pack copies a register tile's operand into scratch",
           "    pack s0[i < 6 in panels of 6][k < 7] = A[i, k]  # i = 6 * i_t + 0..5, clamped below 13\n"
           "    for j_t < 2\n"
           "      tile 6x8: i = 6 * i_t + 0..5 (< 13), j = 8 * j_t + 0..7 (< 10)\n"
-          "        acc0 = sum(k < 7) s0[i][k] * s1[k][8 * j_t + j]  # 6x8 accumulators in registers\n"
+          "        acc0 = sum(k < 7) s0[i][k] * s1[k][8 * j_t + j]  # 6x8 accumulators in registers; the edge's tile multiplies 1 row only\n"
           "        C[i, j] = acc0\n");
     checkSameResults(l, p);
   }
@@ -500,7 +500,7 @@ TEST_CASE("loop transforms: pack copies a register tile's operand into scratch",
           "    pack s0[k < 7][j < 8] = B[k, j]  # j = 8 * j_t + 0..7, 0 past 10\n"
           "    for i_t < 3\n"
           "      tile 6x8: i = 6 * i_t + 0..5 (< 13), j = 8 * j_t + 0..7 (< 10)\n"
-          "        acc0 = sum(k < 7) s1[6 * i_t + i][k] * s0[k][j]  # 6x8 accumulators in registers\n"
+          "        acc0 = sum(k < 7) s1[6 * i_t + i][k] * s0[k][j]  # 6x8 accumulators in registers; the edge's tile multiplies 1 row only\n"
           "        C[i, j] = acc0\n");
     checkSameResults(l, p);
   }
@@ -527,7 +527,7 @@ TEST_CASE("loop transforms: register_block keeps a fused epilogue", "[passes][tr
         "  for i_t < 3 parallel\n"
         "    for j_t < 2\n"
         "      tile 4x8: i = 4 * i_t + 0..3 (< 9), j = 8 * j_t + 0..7 (< 11)\n"
-        "        acc0 = sum(k < 6) A[i, k] * s0[k][8 * j_t + j]  # 4x8 accumulators in registers\n"
+        "        acc0 = sum(k < 6) A[i, k] * s0[k][8 * j_t + j]  # 4x8 accumulators in registers; the edge's tile multiplies 1 row only\n"
         "        C[i, j] = max((acc0 + c[j]), 0)\n");
   checkSameResults(l, p);
 }
@@ -547,7 +547,7 @@ TEST_CASE("loop transforms: a batched contraction packed per batch", "[passes][t
         "      pack s1[k < 5][j < 16 in panels of 8] = Q[b, k, j]  # j = 0..15, 0 past 9\n"
         "      for j_t < 2\n"
         "        tile 4x8: i = 4 * i_t + 0..3 (< 11), j = 8 * j_t + 0..7 (< 9)\n"
-        "          acc0 = sum(k < 5) s0[4 * i_t + i][k] * s1[k][8 * j_t + j]  # 4x8 accumulators in registers\n"
+        "          acc0 = sum(k < 5) s0[4 * i_t + i][k] * s1[k][8 * j_t + j]  # 4x8 accumulators in registers; the edge's tile multiplies 3 rows only\n"
         "          R[b, i, j] = acc0\n");
   checkSameResults(l, p);
 }
