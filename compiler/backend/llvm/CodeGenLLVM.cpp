@@ -61,8 +61,8 @@ class KernelGen {
     // Realign the frame to the widest vector. Without it a leaf kernel that spills vectors keeps
     // the caller's 16-byte alignment and spills with unaligned moves; whenever a 32-byte slot then
     // straddles a 4 KiB page, every iteration pays a page-split store and reload. On an AMD EPYC
-    // Zen 3 that made GELU 2^24 5.7x slower (73 against 12.8 ms) at one stack address in 25
-    // (every other 16 bytes of a 220-byte window), and bf16 GELU 1.8x slower in a third of runs.
+    // Zen 3 that made GELU 2^24 5.7x slower (73 against 12.8 ms) at every other 16 bytes of a
+    // 224-byte window of stack addresses, and bf16 GELU 1.8x slower in about one run in 5.
     f->addFnAttr("stackrealign");
   }
 
@@ -1517,7 +1517,7 @@ class KernelGen {
     // alone: with the last row repeated it took as long as a whole tile (SGEMM M = 128 in 6-row
     // tiles ran as long as M = 132).
     auto kLoop = [&](bool masked) {
-      if (s.edgeRows <= 0 || s.amx) return kLoopOfRows(masked, s.rows);
+      if (s.edgeRows <= 0) return kLoopOfRows(masked, s.rows);
       auto* whole = llvm::BasicBlock::Create(ctx_, "tile.rows", fn_);
       auto* edge = llvm::BasicBlock::Create(ctx_, "tile.edge.rows", fn_);
       auto* joined = llvm::BasicBlock::Create(ctx_, "tile.rows.end", fn_);
