@@ -26,7 +26,7 @@ bool equalWindow(const KWindow& a, const KWindow& b, const VarRenaming& r) {
 
 bool equalNode(const Loop& a, const Loop& b, const VarRenaming& r) {
   return renamed(a.var, r) == b.var && a.extent == b.extent && a.parallel == b.parallel &&
-         a.vectorize == b.vectorize && a.scalar == b.scalar && a.interleave == b.interleave && a.pairs == b.pairs && a.sumLanes == b.sumLanes && a.gpu == b.gpu && a.prefetch == b.prefetch && equal(a.body, b.body, r);
+         a.vectorize == b.vectorize && a.scalar == b.scalar && a.interleave == b.interleave && a.pairs == b.pairs && a.sumLanes == b.sumLanes && a.phases == b.phases && a.phaseBlock == b.phaseBlock && a.gpu == b.gpu && a.prefetch == b.prefetch && equal(a.body, b.body, r);
 }
 bool equalNode(const Store& a, const Store& b, const VarRenaming& r) {
   return a.buffer == b.buffer && a.streaming == b.streaming && equal(a.index, b.index, r) && equal(a.value, b.value, r);

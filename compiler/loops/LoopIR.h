@@ -106,6 +106,12 @@ struct Loop {
   // The partial results its sums and products keep: the first sumLanes * n terms go to lanes in
   // turn, the rest are added in order; 0: every term in order (sum-lanes, loops/SumLanes.h).
   int64_t sumLanes = 0;
+  // Runs its iterations in blocks of `phaseBlock`, each block as `phases` loops one after the
+  // other, each doing one stretch of the body's chain of dependent operations, the values that
+  // cross between them kept in L1 arrays of `phaseBlock` elements; 0: one loop (split-chains,
+  // loops/SplitChains.h; the CPU backend only).
+  int phases = 0;
+  int64_t phaseBlock = 0;
   Block body;
   GpuLoop gpu = GpuLoop::None;  // map-gpu (CUDA pipeline only)
   std::vector<Prefetch> prefetch = {};  // stream-stores (CPU pipeline only)

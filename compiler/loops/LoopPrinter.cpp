@@ -79,8 +79,9 @@ struct Printer {
         std::string prefetch;
         for (const Prefetch& f : l.prefetch)
           prefetch += fmt::format("{} {} +{} B", prefetch.empty() ? "  # prefetch" : ",", p.buffers[f.buffer].name, f.bytes);
-        const std::string interleave = fmt::format("{}{}{}", l.interleave > 0 ? fmt::format(" interleave {}", l.interleave) : "", l.pairs ? " bf16 pairs" : "",
-                                                   l.sumLanes > 0 ? fmt::format(" sum lanes {}", l.sumLanes) : "");
+        const std::string interleave = fmt::format("{}{}{}{}", l.interleave > 0 ? fmt::format(" interleave {}", l.interleave) : "", l.pairs ? " bf16 pairs" : "",
+                                                   l.sumLanes > 0 ? fmt::format(" sum lanes {}", l.sumLanes) : "",
+                                                   l.phases > 1 ? fmt::format(" in {} phases of {}", l.phases, l.phaseBlock) : "");
         out += fmt::format("{}for {} < {}{}{}{}{}{}{}\n", pad, k.varNames[l.var], l.extent, l.parallel ? " parallel" : "",
                            l.vectorize ? " vector" : l.scalar ? " scalar" : "", interleave, l.gpu == GpuLoop::None ? "" : " ", gpuLoopName(l.gpu),
                            prefetch);
@@ -412,6 +413,8 @@ void checkLoopMarks(const LoopProgram& p, const Kernel& k, int64_t& found, int& 
       problems.push_back(fmt::format("kernel {}: loop {} is marked both vector and scalar", k.name, name(l->var)));
     if (l && l->interleave != 0 && (!l->vectorize || l->interleave < 1))
       problems.push_back(fmt::format("kernel {}: loop {} interleaves {} vectors but is not a vector loop", k.name, name(l->var), l->interleave));
+    if (l && l->phases != 0 && (l->phases < 2 || l->phaseBlock < 1 || !l->vectorize || l->sumLanes != 0))
+      problems.push_back(fmt::format("kernel {}: loop {} runs in {} phases of {}, but phases need a vector loop without sum lanes, at least 2 of them and a block", k.name, name(l->var), l->phases, l->phaseBlock));
     std::string noLanes;
     if (l && l->sumLanes != 0 && !canKeepSumLanes(*l, &noLanes))
       problems.push_back(fmt::format("kernel {}: loop {} keeps {} sum lanes, but {}", k.name, name(l->var), l->sumLanes, noLanes));

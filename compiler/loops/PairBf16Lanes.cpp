@@ -68,7 +68,7 @@ int pairBf16Lanes(LoopProgram& p, int vectorRegisters) {
       if (touchesBf16 && canPairBf16Lanes(p, l)) {
         l.pairs = true;
         const bool reduces = anyStmt(l.body, [](const Stmt& c) { return c.is<AccUpdate>(); });
-        if (vectorRegisters <= 16 && l.interleave > 0 && !reduces) l.interleave *= 2;
+        if (vectorRegisters <= 16 && l.interleave > 0 && !reduces && l.phases == 0) l.interleave *= 2;
         ++marked;
       }
     });

@@ -45,6 +45,9 @@ struct PipelineOptions {
   Target target = Target::Cpu;
   bool tile = true;                   // --no-tile turns the tile pass off
   bool splitBorders = true;           // off only in tests that tile the lowered nests themselves
+  // split-chains' block in iterations, 0 for its own (loops/SplitChains.h); set only by tests, so
+  // that the random programs' short loops run in phases too.
+  int64_t phaseBlock = 0;
   loops::ScheduleOverrides schedule;  // --schedule FILE
   std::string schedulePath;           // that file, for messages
   int threads = 0;  // threads the code will run on (run/compare --threads); 0: one per core

@@ -176,6 +176,10 @@ const Slot kPipeline[] = {
     // on the final loop nests, whose vector loops it marks; codegen-llvm reads the marks
     {"interleave-loops", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "a GPU thread runs one element; its latency is hidden by other warps"); }},
+    // on the final loop nests, whose vector loops it marks (only loops that store, never sum);
+    // before pair-bf16-lanes, which leaves a split loop's interleave count as it is
+    {"split-chains", "cpu target",
+     [](const PipelineOptions& o) { return cudaTarget(o, "a GPU hides a thread's latency with other warps"); }},
     // on the final loop nests, whose bf16 loops it marks; codegen-llvm reads the marks
     {"pair-bf16-lanes", "cpu target",
      [](const PipelineOptions& o) { return cudaTarget(o, "a GPU thread converts its own element"); }},

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "compiler/backend/llvm/NonTemporal.h"
+#include "compiler/backend/llvm/SplitPhases.h"
 #include "compiler/backend/llvm/VectorMath.h"
 #include "compiler/loops/InterleaveLoops.h"
 #include "compiler/loops/SumLanes.h"
@@ -1576,9 +1577,39 @@ class KernelGen {
         vars_[l.var] = nullptr;
       });
     };
-    if (usesChunk) markLoop(range(lo_, hi_), l);  // a parallel loop keeps no sum lanes
+    if (usesChunk && l.phases > 1) phasedIterations(l, lo_, hi_, range);
+    else if (usesChunk) markLoop(range(lo_, hi_), l);  // a parallel loop keeps no sum lanes
     else iterationsOf(l, l.extent, range);
     varExtents_[l.var] = 0;
+  }
+
+  // Iterations [from, to) of a loop split into phases (split-chains, loops/SplitChains.h):
+  // blocks of l.phaseBlock iterations and one shorter block for the rest, each emitted as
+  // l.phases copies of the loop that splitPhases (SplitPhases.h) cuts into the stretches of its
+  // chain. The bounds are constants, or a thread's chunk of a parallel loop.
+  template <class Range>
+  void phasedIterations(const Loop& l, llvm::Value* from, llvm::Value* to, Range range) {
+    const int64_t block = l.phaseBlock;
+    auto oneBlock = [&](llvm::Value* start, llvm::Value* length) {
+      std::vector<PhaseCopy> copies;
+      std::vector<llvm::BranchInst*> latches;
+      for (int p = 0; p < l.phases; ++p) {
+        llvm::BranchInst* latch = range(start, b_.CreateAdd(start, length, "", true, true));
+        auto* header = latch->getSuccessor(0);
+        copies.push_back({latch->getParent(), llvm::cast<llvm::PHINode>(&header->front())});
+        latches.push_back(latch);
+      }
+      if (!splitPhases(*fn_, copies, start, block))  // cannot happen for the loops split-chains picks; one whole copy then
+        for (size_t p = 0; p + 1 < copies.size(); ++p) emptyLoopBody(*copies[p].body, copies[p].iv);
+      for (llvm::BranchInst* latch : latches) markLoop(latch, l);
+    };
+    llvm::Value* count = b_.CreateSub(to, from, "", true, true);
+    llvm::Value* whole = b_.CreateSDiv(count, i64(block));
+    countedLoop(k_.varNames[l.var] + ".blocks", i64(0), whole,
+                [&](llvm::Value* b) { oneBlock(b_.CreateAdd(from, b_.CreateMul(b, i64(block), "", true, true), "", true, true), i64(block)); });
+    llvm::Value* rest = b_.CreateSRem(count, i64(block));
+    if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(rest); !c || !c->isZero())
+      oneBlock(b_.CreateAdd(from, b_.CreateMul(whole, i64(block), "", true, true), "", true, true), rest);
   }
 
   // Iterations [0, n) of loop `l`, each range of them emitted by range(from, to): one loop
@@ -1595,7 +1626,7 @@ class KernelGen {
   // would not fit 16 registers.
   template <class Range>
   void iterationsOf(const Loop& l, int64_t n, Range range) {
-    if (l.sumLanes == 0) return markLoop(range(i64(0), i64(n)), l);
+    if (l.sumLanes == 0) return l.phases > 1 ? phasedIterations(l, i64(0), i64(n), range) : markLoop(range(i64(0), i64(n)), l);
     const int64_t lanes = l.sumLanes, split = n - n % lanes;
     const int64_t width = opts_.vectorFloats / (ft_->isDoubleTy() ? 2 : 1);
     std::map<int, llvm::AllocaInst*> arrays;

@@ -511,7 +511,7 @@ TEST_CASE("codegen-cuda: the cuda target replaces the LLVM passes in the pipelin
   // implicit-gemm, fuse-pool-into-gemm, map-gpu and sync-gpu-threads are the cuda pipeline's own loop passes.
   CHECK(has(cuda, "lower-to-loops implicit-gemm fuse-pool-into-gemm split-k split-keys fuse-row-passes plan-memory map-gpu sync-gpu-threads codegen-cuda "));
   CHECK_FALSE(has(cuda, "codegen-llvm"));
-  CHECK(has(cpu, "lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes sum-lanes nonpositive-exp plan-memory codegen-llvm optimize-llvm "));
+  CHECK(has(cpu, "lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops split-chains pair-bf16-lanes sum-lanes nonpositive-exp plan-memory codegen-llvm optimize-llvm "));
   CHECK_FALSE(has(cpu, "codegen-cuda"));
   // Up to the dataflow graph, both targets run the same passes.
   std::string a, b;

@@ -300,6 +300,45 @@ TEST_CASE("codegen: bf16 pair lanes store the element-by-element loop's bits", "
   for (size_t i = 0; i < s.size(); ++i) CHECK(s[i] == Approx(sRef[i]).epsilon(1e-2));
 }
 
+// split-chains runs a long chain in blocks, each as 2 or 3 loops that pass the values crossing a
+// cut through arrays (compiler/backend/llvm/SplitPhases.h): every element must keep the bits of
+// the loop in one phase, NaN, infinities, signed zeros, subnormals and tanh's clamp included.
+// Rows of 600: two whole blocks of 256 and one of 88 (f32); 300 bf16 pairs, one block and 44.
+TEST_CASE("codegen: loops split into phases store the one-loop bits", "[passes][codegen][split-chains]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> x(3 * 600), b(600);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (static_cast<double>((i * 7919) % 2003) - 1001) / 97;
+  for (size_t j = 0; j < b.size(); ++j) b[j] = static_cast<double>(j % 13) / 16 - 0.4;
+  x[3] = std::numeric_limits<double>::quiet_NaN();
+  x[300] = inf;
+  x[301] = -inf;
+  x[302] = -0.0;
+  x[303] = 1e-40;   // subnormal
+  x[304] = -3e-39;
+  x[1299] = 50;     // tanh rounds to 1
+  x[1799] = -9.04;  // just inside tanh's clamp
+  const std::set<std::string> whole = {"split-chains"};
+  for (const char* dtype : {"f32", "bf16"}) {
+    INFO(dtype);
+    const std::string gelu = fmt::format(
+        "input x : {0}[3, 600]\ninput b : {0}[600]\nh = x + b\n"
+        "output y = 0.5 * h * (1 + tanh(0.7978845608 * (h + 0.044715 * h * h * h)))\n", dtype);
+    const std::string logs = fmt::format("input x : {0}[3, 600]\ninput b : {0}[600]\noutput y = x * log(abs(x + b) + 1)\n", dtype);
+    for (const std::string& text : {gelu, logs}) {
+      std::string loops;
+      std::vector<double> y = runCompiled(inlineProgram("phases", text), {x, b}, &loops, {}, "haswell");
+      CHECK(loops.find(" phases of 256") != std::string::npos);
+      std::vector<double> reference = runCompiled(inlineProgram("phases", text), {x, b}, &loops, whole, "haswell");
+      CHECK(loops.find(" phases") == std::string::npos);
+      REQUIRE(y.size() == reference.size());
+      for (size_t i = 0; i < y.size(); ++i) {
+        INFO("element " << i << ": " << y[i] << " in phases, " << reference[i] << " in one loop");
+        CHECK(std::memcmp(&y[i], &reference[i], sizeof(double)) == 0);
+      }
+    }
+  }
+}
+
 // pipeline-row-stores moves a row's streamed stores into the next row's last pass: every
 // element keeps its value, bit for bit, with a row of NaN, one of -inf, one with +inf (NaN after the division) and signed zeros.
 // Outputs over the 32 MiB last-level cache that a named CPU (haswell) is given, so that the

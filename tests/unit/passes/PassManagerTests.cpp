@@ -339,8 +339,8 @@ TEST_CASE("pass manager: the pipeline order and the stages it stops at", "[passe
   CHECK(graph.rfind("parse sema split-ops constant-fold simplify cse dce ", 0) == 0);
   CHECK(graph.size() > 5);
   CHECK(graph.substr(graph.size() - 4) == " dce");
-  CHECK(names(Stage::Loops) == graph + " lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops schedule-loops split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes sum-lanes nonpositive-exp");
-  CHECK(names(Stage::Plan) == graph + " lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops schedule-loops split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes sum-lanes nonpositive-exp plan-memory");
+  CHECK(names(Stage::Loops) == graph + " lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops schedule-loops split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops split-chains pair-bf16-lanes sum-lanes nonpositive-exp");
+  CHECK(names(Stage::Plan) == graph + " lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops schedule-loops split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops split-chains pair-bf16-lanes sum-lanes nonpositive-exp plan-memory");
   for (const PassInfo* p : buildPipeline(PipelineOptions{}, Stage::LLVM)) CHECK(findPass(p->name) == p);
   CHECK(findPass("no-such-pass") == nullptr);
 }
@@ -368,7 +368,7 @@ TEST_CASE("pipeline: the cpu target with the default switches", "[passes][manage
   PipelineOptions cpu;
   CHECK(joined(passNames(cpu)) ==
         "parse sema split-ops constant-fold simplify cse dce online-softmax dce reciprocal-of-sums fuse dce lower-to-loops tile tile-online-softmax fuse-row-passes fuse-sibling-reductions sink-unit-loops "
-        "split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes sum-lanes nonpositive-exp plan-memory codegen-llvm optimize-llvm");
+        "split-borders fuse-into-tiles stream-stores pipeline-row-stores interleave-loops split-chains pair-bf16-lanes sum-lanes nonpositive-exp plan-memory codegen-llvm optimize-llvm");
   // No schedule file: schedule-loops has nothing to apply and is not in the pipeline.
   CHECK_FALSE(has(passNames(cpu), "schedule-loops"));
   CHECK_FALSE(has(passNames(cpu), "codegen-cuda"));
@@ -463,7 +463,7 @@ TEST_CASE("pipeline: --no-tile, --fuse, --no-plan and the schedule file choose t
   // The dce after online-softmax stays.
   std::vector<std::string> unfused = passNames(none);
   CHECK(joined(unfused) ==
-        "parse sema split-ops constant-fold simplify cse dce online-softmax dce reciprocal-of-sums lower-to-loops tile tile-online-softmax sink-unit-loops split-borders stream-stores pipeline-row-stores interleave-loops pair-bf16-lanes sum-lanes nonpositive-exp plan-memory "
+        "parse sema split-ops constant-fold simplify cse dce online-softmax dce reciprocal-of-sums lower-to-loops tile tile-online-softmax sink-unit-loops split-borders stream-stores pipeline-row-stores interleave-loops split-chains pair-bf16-lanes sum-lanes nonpositive-exp plan-memory "
         "codegen-llvm optimize-llvm");
   CHECK(std::count(unfused.begin(), unfused.end(), "dce") == 2);
   CHECK(whyNotInPipeline("fuse", none).rfind("--fuse=none: ", 0) == 0);
