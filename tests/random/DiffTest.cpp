@@ -88,12 +88,18 @@ std::vector<Variant> crossCpuVariants(const std::string& cpu) {
   std::vector<Variant> out;
   auto add = [&](const std::string& base, const std::string& other) {
     for (const Variant& v : variants())
-      if (v.name == base) out.push_back({base + " --cpu " + other, v.options, {2}}), out.back().options.cpu = other;
+      if (v.name == base) out.push_back({base + " --cpu " + other, v.options, {2}, base}), out.back().options.cpu = other;
   };
   // Untiled: a tile multiplies and adds with llvm.fmuladd, which SSE2 cannot fuse, and bf16
   // tiles use the CPU's bf16 dot products where it has them. SSE2's 4 lanes run on every x86
   // host, AVX2's 8 on the AVX-512 ones.
   add("--no-tile -O3", "x86-64");
+  // SSE2's 16 registers on every host: split-chains applies (loops/SplitChains.h).
+  Variant phases = out.back();
+  phases.copies = phases.name;
+  phases.name += " (split-chains in blocks of 4 iterations)";
+  phases.options.phaseBlock = 4;
+  out.push_back(phases);
   if (texc::cpuTarget(cpu).vectorFloats() == 16 && texc::missingHostFeatures(texc::cpuTarget("haswell")).empty())
     add("--no-tile -O3", "haswell");
   return out;
@@ -293,17 +299,17 @@ void compareFusionModes(const Program& analysed, const RunOutputs& kept, bool da
 }
 
 // Each variant of crossCpuVariants ("--no-tile -O3 --cpu x86-64") against the variant it copies
-// for the CPU of the others ("--no-tile -O3"), at 2 threads: a sum's order and every function
-// are the same on every CPU (loops/SumLanes.h), so the bits must be too.
-void compareCpus(const Program& analysed, const std::vector<Variant>& vs, const RunOutputs& kept, bool damage, Outcome& out) {
+// ("--no-tile -O3"), at 2 threads: a sum's order and every function are the same on every CPU
+// (loops/SumLanes.h), and a loop in phases computes every value as in one (loops/SplitChains.h),
+// so the bits must be too.
+void compareCopies(const Program& analysed, const std::vector<Variant>& vs, const RunOutputs& kept, bool damage, Outcome& out) {
   for (const Variant& v : vs) {
-    const size_t at = v.name.find(" --cpu ");
-    if (at == std::string::npos) continue;
-    auto a = kept.find(v.name + " --threads 2"), b = kept.find(v.name.substr(0, at) + " --threads 2");
+    if (v.copies.empty()) continue;
+    auto a = kept.find(v.name + " --threads 2"), b = kept.find(v.copies + " --threads 2");
     if (a == kept.end() || b == kept.end()) continue;
     ++out.cpuBitComparisons;
-    compareBits(analysed, *a, *b, "[" + a->first + " against " + b->first + "]", "the code for " + v.options.cpu + " gave other bits",
-                damage, out);
+    const std::string what = v.options.phaseBlock > 0 ? "the loops in phases gave other bits" : "the code for " + v.options.cpu + " gave other bits";
+    compareBits(analysed, *a, *b, "[" + a->first + " against " + b->first + "]", what, damage, out);
   }
 }
 
@@ -362,7 +368,7 @@ Outcome checkProgram(const std::string& source, const std::vector<Variant>& vs, 
     }
   }
   compareFusionModes(p, kept, options.damageForTest, out);
-  compareCpus(p, vs, kept, options.damageForTest, out);
+  compareCopies(p, vs, kept, options.damageForTest, out);
   return out;
 }
 

@@ -24,12 +24,18 @@ struct Variant {
   std::string name;  // the texc switches that give the same pipeline, e.g. "--fuse=none -O0"
   PipelineOptions options;
   std::vector<int> threads;  // each count is one run of the same compiled code
+  // The variant whose bits this one must give, compared at 2 threads (crossCpuVariants); empty:
+  // none.
+  std::string copies = {};
 };
 const std::vector<Variant>& variants();
 // The variants that run a copy of another variant's pipeline with code for a CPU of another
 // vector width, to be compared with it bit for bit ("--no-tile -O3 --cpu x86-64", SSE2's 4 lanes,
 // on every host; "--no-tile -O3 --cpu haswell", AVX2's 8, where `cpu` has 16 and the host runs
-// AVX2), at 2 threads.
+// AVX2), at 2 threads; and "--no-tile -O3 --cpu x86-64" with split-chains' blocks of 4
+// iterations instead of 256 (PipelineOptions::phaseBlock), so that the random programs' loops,
+// at most 40 long, run in phases where their chains are long, against the same pipeline's loops
+// in one phase.
 std::vector<Variant> crossCpuVariants(const std::string& cpu);
 // variants() with every CPU variant's code for `cpu` (texc's --cpu: an LLVM CPU name or "host"),
 // so that one host checks the code another kind of host would run (haswell for AVX2 on an

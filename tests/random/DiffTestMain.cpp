@@ -184,9 +184,10 @@ int main(int argc, char** argv) {
   std::cout << fmt::format("{} programs' fused runs were compared with their unfused ones bit for bit ({} comparisons)\n",
                            bitPrograms, bitComparisons);
   std::string others;
-  for (const Variant& v : crossCpuVariants(o.cpu)) others += (others.empty() ? "" : ", ") + v.options.cpu;
-  std::cout << fmt::format("{} programs' runs were compared with their code for {} bit for bit ({} comparisons)\n", cpuPrograms,
-                           others.empty() ? "no other CPU" : others, cpuComparisons);
+  for (const Variant& v : crossCpuVariants(o.cpu))
+    others += (others.empty() ? "" : ", ") + (v.options.phaseBlock > 0 ? std::string("their loops in phases") : "their code for " + v.options.cpu);
+  std::cout << fmt::format("{} programs' runs were compared with {} bit for bit ({} comparisons)\n", cpuPrograms,
+                           others.empty() ? "no other code" : others, cpuComparisons);
   // A run that checked too little is a failure too: a slow machine must not pass by running few.
   bool tooLittle = false;
   if (programs < o.minPrograms) {

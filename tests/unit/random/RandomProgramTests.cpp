@@ -157,6 +157,36 @@ TEST_CASE("random: a damaged run shrinks to a minimal program", "[random]") {
   CHECK(small.find("input b") == std::string::npos);
 }
 
+// Damaged runs (CheckOptions::damageForTest) of `program` under `vs` must be a mismatch whose
+// report says `expected`.
+static void expectDamageReported(const std::string& program, const std::vector<Variant>& vs, const std::string& expected) {
+  CheckOptions damage;
+  damage.damageForTest = true;
+  Outcome bad = checkProgram(program, vs, damage);
+  CHECK(bad.verdict == Verdict::Mismatch);
+  CHECK(bad.report.find(expected) != std::string::npos);
+}
+
+TEST_CASE("random: a program's loops in phases give the bits of one loop", "[random][split-chains]") {
+  // The random programs' loops are at most 40 long; with blocks of 4 iterations (instead of
+  // 256) their long chains run in phases too (loops/SplitChains.h), on SSE2 code on every host.
+  std::vector<Variant> vs;
+  for (const Variant& v : crossCpuVariants("host"))
+    if (v.name.rfind("--no-tile -O3 --cpu x86-64", 0) == 0) vs.push_back(v);
+  REQUIRE(vs.size() == 2);
+  CHECK(vs[1].copies == vs[0].name);
+  CHECK(vs[1].options.phaseBlock == 4);
+  const std::string gelu = "input x : f32[3, 38]\ninput b : bf16[38]\nh = x + b\n"
+                           "output y = 0.5 * h * (1 + tanh(0.7978845608 * (h + 0.044715 * h * h * h)))\noutput s = sin(x) * x + 1\n";
+  Outcome o = checkProgram(gelu, vs);
+  INFO(o.report);
+  CHECK(o.verdict == Verdict::Pass);
+  CHECK(o.cpuBitComparisons == 1);
+  expectDamageReported(gelu, vs,
+                       "(split-chains in blocks of 4 iterations) --threads 2 against --no-tile -O3 --cpu x86-64 --threads 2] output y: "
+                       "the loops in phases gave other bits");
+}
+
 TEST_CASE("random: every program's code for a CPU of another vector width gives the same bits", "[random]") {
   // SSE2's 4 lanes everywhere, and AVX2's 8 where the host has AVX-512: each against the same
   // pipeline's code for the host (the sum's order is the same on every CPU: loops/SumLanes.h).
@@ -175,12 +205,9 @@ TEST_CASE("random: every program's code for a CPU of another vector width gives 
   CHECK(o.verdict == Verdict::Pass);
   CHECK(o.cpuBitComparisons == static_cast<int>(others));
   CHECK(runIsolated(sums, vs, 120).cpuBitComparisons == static_cast<int>(others));
-  CheckOptions damage;
-  damage.damageForTest = true;
-  Outcome bad = checkProgram(sums, vs, damage);
-  CHECK(bad.verdict == Verdict::Mismatch);
-  CHECK(bad.report.find("[--no-tile -O3 --cpu x86-64 --threads 2 against --no-tile -O3 --threads 2] output s: the code for x86-64 "
-                        "gave other bits, first at element 0") != std::string::npos);
+  expectDamageReported(sums, vs,
+                       "[--no-tile -O3 --cpu x86-64 --threads 2 against --no-tile -O3 --threads 2] output s: the code for x86-64 "
+                       "gave other bits, first at element 0");
 }
 
 TEST_CASE("random: every program is compared fused against unfused bit for bit", "[random]") {
