@@ -40,19 +40,17 @@ int binaryLatency(BinaryOp op) {
 // The functions whose loops measured faster in phases (SplitChains.h has the figures).
 bool splitsWell(Builtin b) { return b == Builtin::Exp || b == Builtin::Log || b == Builtin::Tanh || b == Builtin::Sin || b == Builtin::Cos; }
 
-// Whether every transcendental `e` calls splits well (and it calls one).
-bool callsOnlyWhatSplitsWell(const Expr& e) {
-  bool any = false, all = true;
+// Counts the transcendental calls of `e`: `calls`, and `others` of them not among those above.
+void countTranscendentals(const Expr& e, int& calls, int& others) {
   forEachExprNode(e, [&](const Expr& n) {
     if (n.kind != ExprKind::Call) return;
     const Builtin b = n.builtin;
     if (b != Builtin::Exp && b != Builtin::Log && b != Builtin::Tanh && b != Builtin::Sigmoid && b != Builtin::Erf && b != Builtin::Sin &&
         b != Builtin::Cos && b != Builtin::Pow)
       return;
-    any = true;
-    all = all && splitsWell(n.builtin);
+    ++calls;
+    others += !splitsWell(n.builtin);
   });
-  return any && all;
 }
 
 }  // namespace
@@ -75,7 +73,8 @@ int splitChains(LoopProgram& p, int vectorRegisters, int64_t block) {
   for (Kernel& k : p.kernels)
     forEachInnermostLoop(k.body, [&](Loop& l) {
       if (!l.vectorize || l.extent < block) return;
-      bool storesOnly = true, heavy = true;
+      bool storesOnly = true;
+      int calls = 0, others = 0;
       int chain = 0;
       std::set<int> stored, loaded;
       for (const Stmt& c : l.body) {
@@ -86,10 +85,10 @@ int splitChains(LoopProgram& p, int vectorRegisters, int64_t block) {
         }
         stored.insert(st->buffer);
         forEachLoad(st->value, [&](const Expr& load) { loaded.insert(load.buffer); });
-        heavy = heavy && callsOnlyWhatSplitsWell(st->value);
+        countTranscendentals(st->value, calls, others);
         chain = std::max(chain, chainLatency(st->value));
       }
-      if (!storesOnly || !heavy || chain < kMinSplitChain) return;
+      if (!storesOnly || calls == 0 || others > 0 || chain < kMinSplitChain) return;
       for (int b : stored)
         if (loaded.count(b)) return;
       l.phases = chain >= kThreePhaseChain ? 3 : 2;
