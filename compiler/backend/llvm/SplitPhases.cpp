@@ -96,8 +96,8 @@ bool splitPhases(llvm::Function& fn, const std::vector<PhaseCopy>& copies, llvm:
     position[inst] = i;
   }
 
-  // Start and finish times along the chains, and which values are loads (or casts of loads) of
-  // the kernel's buffers, which every copy can repeat.
+  // Start and finish times along the chains, and which values every copy can repeat: loads of
+  // the kernel's buffers, their addresses, and integer operations and casts on them.
   std::vector<int> start(n, 0), finish(n, 0);
   std::vector<bool> repeatable(n, false);
   int longest = 0;

@@ -13,7 +13,9 @@
 // kernel's buffers with their addresses and the integer operations and casts on them, and
 // operations of latency 1 (comparisons, selects, logic) whose operands that copy has. Stores stay
 // in the copy of their phase; whatever a copy no longer needs is deleted. Every value is computed
-// by the same instructions from the same operands: the same bits.
+// by the same instructions from the same operands: the same bits, provided that the body reads
+// no memory it writes (split-chains' rule), since a phase may repeat a load after an earlier
+// phase's stores.
 #pragma once
 
 #include <cstdint>
