@@ -43,11 +43,7 @@ bool splitsWell(Builtin b) { return b == Builtin::Exp || b == Builtin::Log || b 
 // Counts the transcendental calls of `e`: `calls`, and `others` of them not among those above.
 void countTranscendentals(const Expr& e, int& calls, int& others) {
   forEachExprNode(e, [&](const Expr& n) {
-    if (n.kind != ExprKind::Call) return;
-    const Builtin b = n.builtin;
-    if (b != Builtin::Exp && b != Builtin::Log && b != Builtin::Tanh && b != Builtin::Sigmoid && b != Builtin::Erf && b != Builtin::Sin &&
-        b != Builtin::Cos && b != Builtin::Pow)
-      return;
+    if (n.kind != ExprKind::Call || !isTranscendental(n.builtin)) return;
     ++calls;
     others += !splitsWell(n.builtin);
   });

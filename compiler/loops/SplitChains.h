@@ -8,9 +8,9 @@
 // latency, 19 cycles per 8 floats where the multiply pipes need 9. Cutting the chain in two
 // halves the latency each stretch waits on and halves the operations per element each stretch
 // holds in the schedulers, so twice as many elements are in flight; in three, three times, until
-// the pipes are the limit. The values that cross a cut (for GELU: the half-scale 1 - e^(-2a),
-// the argument's sign, 0.5 h) go through arrays of one block in L1, stored by one loop and loaded
-// by the next; the loads of the inputs are repeated by the loop that needs them instead.
+// the pipes are the limit. The values that cross a cut (for GELU, 2 at each of its 2 cuts) go
+// through arrays of one block in L1, stored by one loop and loaded by the next; the loads of the
+// inputs are repeated by the loop that needs them instead.
 // Measured on a Zen 3 (AVX2) with a C++ model of texc's GELU over 32 K floats in L2: 0.75 ns an
 // element in one loop, 0.59 in two stretches and 0.53 in three; texc's own loop, 0.73 -> 0.55.
 //
@@ -29,7 +29,8 @@
 //     thread's chunk);
 //   * its body is stores only (no reduction, guard or loop), and calls transcendental functions,
 //     all of them exp, log, tanh, sin or cos: the ones measured faster in phases. On the Zen 3,
-//     AVX2, 1 thread, 32 K floats in L2, medians of 4-5 alternations (ms, one loop -> phases):
+//     AVX2, 1 thread, 128 K floats (32 rows) in cache, medians of 4-5 alternations (ms, one
+//     loop -> phases):
 //     GELU (tanh) 0.0946 -> 0.0722, log(|x| + 1) 0.0969 -> 0.0782, sin(x) x + 1 0.088 -> 0.068,
 //     exp(x^2/2 - x) x + 1 0.069 -> 0.057. Not split: GELU by erf 0.149 -> 0.181 and
 //     sigmoid(x)(1 - sigmoid(x)) 0.069 -> 0.084 (wide bodies: two polynomials or two sigmoids

@@ -210,14 +210,14 @@ bool loadsFrom(const Expr& e, int buffer) {
   return found;
 }
 
+bool isTranscendental(Builtin b) {
+  return b == Builtin::Exp || b == Builtin::Log || b == Builtin::Tanh || b == Builtin::Sigmoid || b == Builtin::Erf || b == Builtin::Sin ||
+         b == Builtin::Cos || b == Builtin::Pow;
+}
+
 bool callsTranscendental(const Expr& e) {
   bool found = false;
-  forEachExprNode(e, [&](const Expr& n) {
-    found = found || (n.kind == ExprKind::Call &&
-                      (n.builtin == Builtin::Exp || n.builtin == Builtin::Log || n.builtin == Builtin::Tanh ||
-                       n.builtin == Builtin::Sigmoid || n.builtin == Builtin::Erf || n.builtin == Builtin::Sin ||
-                       n.builtin == Builtin::Cos || n.builtin == Builtin::Pow));
-  });
+  forEachExprNode(e, [&](const Expr& n) { found = found || (n.kind == ExprKind::Call && isTranscendental(n.builtin)); });
   return found;
 }
 

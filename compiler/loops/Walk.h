@@ -95,5 +95,7 @@ bool loadsFrom(const Expr& e, int buffer);
 // Whether `e` calls a transcendental function (exp, log, tanh, sigmoid, erf, sin, cos, pow): a
 // long chain of dependent arithmetic per element (stream-stores, interleave-loops).
 bool callsTranscendental(const Expr& e);
+// Whether `b` is one of those functions.
+bool isTranscendental(Builtin b);
 
 }  // namespace texc::loops

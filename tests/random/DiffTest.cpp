@@ -95,11 +95,13 @@ std::vector<Variant> crossCpuVariants(const std::string& cpu) {
   // host, AVX2's 8 on the AVX-512 ones.
   add("--no-tile -O3", "x86-64");
   // SSE2's 16 registers on every host: split-chains applies (loops/SplitChains.h).
-  Variant phases = out.back();
-  phases.copies = phases.name;
-  phases.name += " (split-chains in blocks of 4 iterations)";
-  phases.options.phaseBlock = 4;
-  out.push_back(phases);
+  for (const Variant& v : variants())
+    if (v.name == "--no-tile -O3") {
+      Variant phases = {v.name + " --cpu x86-64 (split-chains in blocks of 4 iterations)", v.options, {2}, v.name + " --cpu x86-64"};
+      phases.options.cpu = "x86-64";
+      phases.options.phaseBlock = 4;
+      out.push_back(phases);
+    }
   if (texc::cpuTarget(cpu).vectorFloats() == 16 && texc::missingHostFeatures(texc::cpuTarget("haswell")).empty())
     add("--no-tile -O3", "haswell");
   return out;

@@ -8,7 +8,6 @@
 #include <llvm/Transforms/Utils/Local.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <unordered_map>
