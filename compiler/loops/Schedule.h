@@ -58,6 +58,11 @@ struct MachineInfo {
   // AMX tiles with tdpbf16ps (Sapphire Rapids and later): 8 tile registers of 16 rows x 64 bytes;
   // bf16 x bf16 matmuls run on them, 32 k steps per instruction (TileContractions.cpp).
   bool amxBf16 = false;
+  // A software prefetch fills L1 whatever its hint, as on AMD cores before Zen 4 (AMD's
+  // optimization guides; Zen 4 is the first whose prefetcht1/t2 stop at L2). stream-stores then
+  // asks for a row's successor only in the row's last pass, so that the next row does not push
+  // out of L1 the row that later passes still read (StreamStores.h).
+  bool prefetchFillsL1 = false;
   int threads = 1;            // threads the compiled code will run on: row blocks to share out
   std::string source;         // where the figures came from, for the explanation
 };

@@ -1,7 +1,8 @@
 // stream-stores: stores of tensors larger than the last-level cache, written once, become
 // non-temporal (loops/StreamStores.h); the threshold is the target CPU's last-level cache
 // (--cpu: sysfs for the host, 32 MiB for a named CPU), counted as at most kLastLevelCacheCap.
-// CPU target only.
+// CPU target only. Where the CPU's prefetches fill L1 (MachineInfo::prefetchFillsL1), only a
+// row's last pass asks for the next row.
 #include <algorithm>
 
 #include "compiler/loops/StreamStores.h"
@@ -22,8 +23,8 @@ constexpr int64_t kLastLevelCacheCap = int64_t{32} << 20;
 }  // namespace
 
 bool runStreamStores(CompileState& s) {
-  const int64_t l3 = loops::scheduleMachine(s.options.cpu, s.options.threads).l3Bytes;
-  return loops::markStreamingStores(*s.loops, std::min(l3, kLastLevelCacheCap)) > 0;
+  const loops::MachineInfo m = loops::scheduleMachine(s.options.cpu, s.options.threads);
+  return loops::markStreamingStores(*s.loops, std::min(m.l3Bytes, kLastLevelCacheCap), m.prefetchFillsL1) > 0;
 }
 
 }  // namespace texc

@@ -46,6 +46,12 @@ TEST_CASE("cpu target: named CPUs have their own features and machine facts on a
   }
   CHECK(m.source.find("haswell, avx2, 16 256-bit registers") == 0);
   CHECK(texc::loops::machineInfo(skx).vectorFloats == 16);
+  // Prefetches fill L1 on AMD cores before Zen 4 only (stream-stores' next-row rule).
+  CHECK_FALSE(m.prefetchFillsL1);
+  CHECK_FALSE(texc::loops::machineInfo(skx).prefetchFillsL1);
+  CHECK(texc::loops::machineInfo(cpuTarget("znver3")).prefetchFillsL1);
+  CHECK(texc::loops::machineInfo(cpuTarget("znver2")).prefetchFillsL1);
+  CHECK_FALSE(texc::loops::machineInfo(cpuTarget("znver4")).prefetchFillsL1);
 }
 
 TEST_CASE("cpu target: host is the machine texc runs on, and needs nothing it lacks", "[llvm][cpu]") {
