@@ -137,6 +137,8 @@ constexpr double kErfOneD = 5.93;
 
 // Range of exp's argument that still matters: beyond it the result is 0 or +inf in any case.
 constexpr double kExpMaxF = 89.0, kExpMinF = -104.0;
+// exp[<=0]'s clamp when it leaves the underflow to its last product (UnderflowZero::Clamp).
+constexpr double kExpFlushF = -120.0;
 constexpr double kExpMaxD = 710.0, kExpMinD = -746.0;
 // tanh(x) rounds to +-1 beyond these.
 constexpr double kTanhMaxF = 9.05, kTanhMaxD = 20.0;
@@ -332,7 +334,12 @@ Value* expClampedNonPositiveFloat(Emitter& e, Value* xc) {
 // exp for a float the caller knows is <= 0 or NaN (softmax's x - max(x), loops/NonPositiveExp.h):
 // expFloat without the upper clamp, so expFloat's bits with one product and three integer
 // operations fewer.
-Value* expNonPositiveFloat(Emitter& e, Value* x) {
+Value* expNonPositiveFloat(Emitter& e, Value* x, UnderflowZero zero) {
+  if (zero == UnderflowZero::Clamp) {
+    // e^-120 = p * 2^-109 * 2^-64 with p in [0.7, 1.42]: the first product normal and exact, the
+    // second far below half the least subnormal, so +0, as the select gives.
+    return expClampedNonPositiveFloat(e, e.sel(e.olt(x, e.c(kExpFlushF)), e.c(kExpFlushF), x));
+  }
   Value* under = e.olt(x, e.c(kExpMinF));
   return e.sel(under, e.c(0.0), expClampedNonPositiveFloat(e, e.sel(under, e.c(kExpMinF), x)));
 }
@@ -589,12 +596,12 @@ Value* emitExp(llvm::IRBuilder<>& B, Value* x) {
   return expCore(e, x, nullptr);
 }
 
-Value* emitExpNonPositive(llvm::IRBuilder<>& B, Value* x, MathMode mode) {
+Value* emitExpNonPositive(llvm::IRBuilder<>& B, Value* x, MathMode mode, UnderflowZero zero) {
   // The fast exp and the f64 one have no cheaper form here: the general ones.
   if (mode == MathMode::Fast || !x->getType()->getScalarType()->isFloatTy()) return emitMath(B, MathFn::Exp, {x}, mode);
   StrictFP strict(B);
   Emitter e(B, x->getType());
-  return expNonPositiveFloat(e, x);
+  return expNonPositiveFloat(e, x, zero);
 }
 
 Value* emitLog(llvm::IRBuilder<>& B, Value* x) {

@@ -43,10 +43,19 @@ const char* mathName(MathFn fn);
 llvm::Value* emitMath(llvm::IRBuilder<>& B, MathFn fn, llvm::ArrayRef<llvm::Value*> args,
                       MathMode mode = MathMode::Precise);
 
+// How exp(x) for x <= 0 gives +0 below the underflow limit (about -104 in f32). Select: a select
+// after the arithmetic; with AVX-512 it becomes the last product masked off for those lanes, which
+// on Intel cores saves a microcode assist per underflowing vector (docs/vector-math.md). Clamp:
+// the argument clamped low enough (-120) that the last product itself rounds to +0; the same
+// bits, a compare and an and fewer per vector, for targets where the select would be an and after
+// the product anyway and save no time (AVX2).
+enum class UnderflowZero { Select, Clamp };
+
 // exp(x) for an x the caller has proved to be <= 0 or NaN (softmax's x - max(x): the
 // nonpositive-exp pass marks such calls): the same bits as emitMath's exp, with fewer
 // operations in precise f32 (no overflow to guard against, 2^n in one exact product).
-llvm::Value* emitExpNonPositive(llvm::IRBuilder<>& B, llvm::Value* x, MathMode mode = MathMode::Precise);
+llvm::Value* emitExpNonPositive(llvm::IRBuilder<>& B, llvm::Value* x, MathMode mode = MathMode::Precise,
+                                UnderflowZero zero = UnderflowZero::Select);
 
 // fn through libm instead ("expf"/"exp", ...; sigmoid via exp), for unoptimised builds and as a
 // reference. Vector arguments are split into one call per lane, so such loops do not vectorise.

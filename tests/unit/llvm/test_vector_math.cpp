@@ -39,6 +39,7 @@ namespace {
 
 using texc::MathFn;
 using texc::MathMode;
+using texc::UnderflowZero;
 
 constexpr MathFn kAllFns[] = {MathFn::Exp, MathFn::Log, MathFn::Tanh, MathFn::Sigmoid,
                               MathFn::Erf, MathFn::Sin, MathFn::Cos,  MathFn::Pow};
@@ -649,12 +650,17 @@ uint64_t countDifferences(const MathKernel& general, const MathKernel& other, co
 }
 
 // Every `stride`-th float with the sign set (<= -0, and the negative NaNs), every float between
-// -106 and -86 (exp's cut at -104 and its subnormal results), +0 and positive NaNs.
-std::vector<uint32_t> nonPositiveInputs(uint32_t stride) {
+// -126 and -86 (exp's cut at -104, its subnormal results and the clamp form's -120), +0 and
+// positive NaNs.
+// Part `part` of `parts` of them (the sign-set floats cut into equal runs, the rest in part 0), so
+// that the exhaustive run holds 2^31 / parts inputs at a time.
+std::vector<uint32_t> nonPositiveInputs(uint32_t stride, uint64_t part = 0, uint64_t parts = 1) {
   std::vector<uint32_t> in;
-  for (uint64_t b = 0x80000000u; b <= 0xFFFFFFFFu; b += stride) in.push_back(static_cast<uint32_t>(b));
+  const uint64_t run = 0x80000000ull / parts;
+  for (uint64_t b = 0x80000000ull + part * run; b < 0x80000000ull + (part + 1) * run; b += stride) in.push_back(static_cast<uint32_t>(b));
+  if (part > 0) return in;
   uint32_t lo, hi;
-  const float from = -86.0f, to = -106.0f;
+  const float from = -86.0f, to = -126.0f;
   std::memcpy(&lo, &from, 4);
   std::memcpy(&hi, &to, 4);
   for (uint32_t b = lo; b <= hi; ++b) in.push_back(b);
@@ -663,18 +669,29 @@ std::vector<uint32_t> nonPositiveInputs(uint32_t stride) {
 }
 
 // The exp of an argument known <= 0 (nonpositive-exp) is exp's cheaper form for that range: the
-// same bits as the general exp on floats <= 0, -0, +0 and NaNs of either sign, in both modes
-// (every float <= 0 in the hidden exhaustive run), and fewer instructions in precise mode.
-void checkNonPositiveExp(uint32_t stride) {
-  const std::vector<uint32_t> inputs = nonPositiveInputs(stride);
+// same bits as the general exp on floats <= 0, -0, +0 and NaNs of either sign, in both modes and
+// both ways of reaching +0 below the underflow limit (every float <= 0 in the hidden exhaustive
+// run), and fewer instructions in precise mode.
+void checkNonPositiveExp(uint32_t stride, uint64_t parts = 1) {
   for (MathMode mode : kModes) {
     MathKernel general = buildFloatKernel([&](llvm::IRBuilder<>& b, llvm::Value* x) { return texc::emitMath(b, MathFn::Exp, {x}, mode); });
-    MathKernel nonPositive = buildFloatKernel([&](llvm::IRBuilder<>& b, llvm::Value* x) { return texc::emitExpNonPositive(b, x, mode); });
-    uint32_t firstBad = 0;
-    const uint64_t differ = countDifferences(general, nonPositive, inputs, firstBad);
-    INFO("mode " << (mode == MathMode::Fast ? "fast" : "precise") << ", " << inputs.size() << " inputs: first differing 0x"
-                 << std::hex << firstBad);
-    CHECK(differ == 0);
+    for (UnderflowZero zero : {UnderflowZero::Select, UnderflowZero::Clamp}) {
+      MathKernel nonPositive =
+          buildFloatKernel([&](llvm::IRBuilder<>& b, llvm::Value* x) { return texc::emitExpNonPositive(b, x, mode, zero); });
+      uint64_t differ = 0, count = 0;
+      uint32_t firstBad = 0;
+      for (uint64_t part = 0; part < parts; ++part) {
+        const std::vector<uint32_t> inputs = nonPositiveInputs(stride, part, parts);
+        uint32_t bad = 0;
+        const uint64_t d = countDifferences(general, nonPositive, inputs, bad);
+        if (d > 0 && differ == 0) firstBad = bad;
+        differ += d;
+        count += inputs.size();
+      }
+      INFO("mode " << (mode == MathMode::Fast ? "fast" : "precise") << (zero == UnderflowZero::Clamp ? ", clamp" : ", select") << ", "
+                   << count << " inputs: first differing 0x" << std::hex << firstBad);
+      CHECK(differ == 0);
+    }
   }
 }
 
@@ -685,10 +702,14 @@ TEST_CASE("exp of a non-positive argument has exp's bits", "[llvm][vector-math]"
   MathKernel general = buildFloatKernel([](llvm::IRBuilder<>& b, llvm::Value* x) { return texc::emitMath(b, MathFn::Exp, {x}); });
   MathKernel nonPositive = buildFloatKernel([](llvm::IRBuilder<>& b, llvm::Value* x) { return texc::emitExpNonPositive(b, x); });
   CHECK(lines(nonPositive) < lines(general));
+  // The clamp form: no compare and select after the arithmetic.
+  MathKernel clamped = buildFloatKernel(
+      [](llvm::IRBuilder<>& b, llvm::Value* x) { return texc::emitExpNonPositive(b, x, MathMode::Precise, UnderflowZero::Clamp); });
+  CHECK(lines(clamped) < lines(nonPositive));
 }
 
 TEST_CASE("exp of a non-positive argument has exp's bits on every float <= 0", "[.vector-math-exhaustive]") {
-  checkNonPositiveExp(1);
+  checkNonPositiveExp(1, 64);
 }
 
 TEST_CASE("special values are exact in both modes", "[llvm][vector-math]") {
