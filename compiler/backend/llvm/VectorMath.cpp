@@ -401,6 +401,21 @@ Value* fastExpFloat(Emitter& e, Value* x) {
   return e.sel(e.olt(x, e.c(kExpFastMaxF)), y, e.add(x, e.inf()));
 }
 
+// fastExpFloat for x <= 0 or NaN: the same n, r and p (the rounding constant's extra 127 leaves n
+// as it is, since the constant's ulp is still 1), and 2^n applied as a product, exact as the
+// integer addition is while the result is normal, which it is down to kExpFastMinF. The product
+// carries NaN through, so the overflow select, which also passed NaN on, goes: a compare and a
+// select fewer per vector.
+Value* fastExpNonPositiveFloat(Emitter& e, Value* x) {
+  const double magic = e.magic() + 127;  // the low bits of t hold n + 127: s = 2^n
+  Value* t = e.fma(x, e.c(kLog2eF), e.c(magic));
+  Value* n = e.sub(t, e.c(magic));
+  Value* r = e.fma(n, e.c(-kLn2HiF), x);
+  Value* p = e.fma(e.horner(r, kExpFastF), r, e.c(1.0));
+  Value* s = e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)));
+  return e.sel(e.olt(x, e.c(kExpFastMinF)), e.c(0.0), e.mul(p, s));
+}
+
 // 1 / (1 + exp(-x)) with the fast exp of -x folded in (r is negated, so the polynomial's odd
 // coefficients change sign). exp(-x) flushes to 0 for x > 87.34 (result 1) and is +inf for
 // x <= -88.72 (result +0, where sigmoid is below 3e-39).
@@ -597,11 +612,11 @@ Value* emitExp(llvm::IRBuilder<>& B, Value* x) {
 }
 
 Value* emitExpNonPositive(llvm::IRBuilder<>& B, Value* x, MathMode mode, UnderflowZero zero) {
-  // The fast exp and the f64 one have no cheaper form here: the general ones.
-  if (mode == MathMode::Fast || !x->getType()->getScalarType()->isFloatTy()) return emitMath(B, MathFn::Exp, {x}, mode);
+  // The f64 exp has no cheaper form here: the general one.
+  if (!x->getType()->getScalarType()->isFloatTy()) return emitMath(B, MathFn::Exp, {x}, mode);
   StrictFP strict(B);
   Emitter e(B, x->getType());
-  return expNonPositiveFloat(e, x, zero);
+  return mode == MathMode::Fast ? fastExpNonPositiveFloat(e, x) : expNonPositiveFloat(e, x, zero);
 }
 
 Value* emitLog(llvm::IRBuilder<>& B, Value* x) {

@@ -52,8 +52,10 @@ llvm::Value* emitMath(llvm::IRBuilder<>& B, MathFn fn, llvm::ArrayRef<llvm::Valu
 enum class UnderflowZero { Select, Clamp };
 
 // exp(x) for an x the caller has proved to be <= 0 or NaN (softmax's x - max(x): the
-// nonpositive-exp pass marks such calls): the same bits as emitMath's exp, with fewer
-// operations in precise f32 (no overflow to guard against, 2^n in one exact product).
+// nonpositive-exp pass marks such calls): the same bits as emitMath's exp in the same mode, with
+// fewer operations in f32 (no overflow to guard against; precise: 2^n in one exact product; fast:
+// 2^n as a product rather than an integer addition, which carries NaN without a select). `zero`
+// applies to the precise form; the fast one flushes below -87.3 by a select.
 llvm::Value* emitExpNonPositive(llvm::IRBuilder<>& B, llvm::Value* x, MathMode mode = MathMode::Precise,
                                 UnderflowZero zero = UnderflowZero::Select);
 
