@@ -281,11 +281,16 @@ Value* expCore(Emitter& e, Value* x, Value* lo) {
 // e^r = 1 + r*(c1 + r*B(r)) for float, |r| <= ln2/2, with B = (c2 + c3 r) + r^2 ((c4 + c5 r) +
 // r^2 c6) evaluated Estrin-style (one more multiplication than Horner, four FMA latencies fewer);
 // the last two steps stay Horner, as they carry the roundings that matter.
-Value* expPolyFloat(Emitter& e, Value* r) {
-  const double* c = kExpF;
+// With `scale` (a power of two) every coefficient and the 1 are multiplied by it, and so, exactly,
+// is every operation's result but r^2's, as long as those stay normal: each is dominated by its
+// constant term (c_j * scale >= 2^-77 for the 2^-64 used below), so the result is e^r * scale
+// with the same significand bits.
+Value* expPolyFloat(Emitter& e, Value* r, double scale = 1.0) {
+  double c[std::size(kExpF)];
+  for (size_t j = 0; j < std::size(kExpF); ++j) c[j] = kExpF[j] * scale;
   Value* r2 = e.mul(r, r);
   Value* b = e.fma(r2, e.fma(r2, e.c(c[5]), e.fma(r, e.c(c[4]), e.c(c[3]))), e.fma(r, e.c(c[2]), e.c(c[1])));
-  return e.fma(e.fma(b, r, e.c(c[0])), r, e.c(1.0));
+  return e.fma(e.fma(b, r, e.c(c[0])), r, e.c(scale));
 }
 
 // exp for float: clamp, reduce, evaluate e^r and scale by 2^n in two steps, 2^ceil(n/2) *
@@ -318,17 +323,19 @@ Value* expFloat(Emitter& e, Value* x) {
   return e.sel(under, e.c(0.0), e.mul(e.mul(p, s1), s2));
 }
 
-// e^xc for kExpMinF <= xc <= 0 (the caller clamps), shared by expNonPositiveFloat and sigmoid:
-// expFloat's reduction and polynomial, and 2^n applied as 2^(n+64) * 2^-64 (n <= 0, so n + 64 is
-// a normal exponent down to the -104 cut): the first product is exact and the second rounds once.
+// e^xc for kExpMinF <= xc <= 0 (the caller clamps; down to kExpFlushF for the clamp form),
+// shared by expNonPositiveFloat and sigmoid: expFloat's reduction and polynomial, and 2^n applied
+// as 2^-64 * 2^(n+64) (n <= 0, so n + 64 is a normal exponent down to n = -190): the polynomial
+// evaluated at scale 2^-64, exactly p * 2^-64 (expPolyFloat), then one product that rounds once,
+// the same bits as the exact p * 2^(n+64) followed by the rounding * 2^-64, one product fewer.
 Value* expClampedNonPositiveFloat(Emitter& e, Value* xc) {
   const double magic = e.magic() + 127 + 64;
   Value* t = e.fma(xc, e.c(kLog2eF), e.c(magic));
   Value* n = e.sub(t, e.c(magic));
   Value* r = e.fma(n, e.c(-kLn2HiF), xc);  // exact
   r = e.fma(n, e.c(-kLn2LoF), r);
-  Value* p = expPolyFloat(e, r);
-  return e.mul(e.mul(p, e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23)))), e.c(0x1p-64));
+  Value* p = expPolyFloat(e, r, 0x1p-64);
+  return e.mul(p, e.fromBits(e.b.CreateShl(e.bits(t), e.ci(23))));
 }
 
 // exp for a float the caller knows is <= 0 or NaN (softmax's x - max(x), loops/NonPositiveExp.h):
