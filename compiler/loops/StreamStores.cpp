@@ -205,7 +205,7 @@ std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t 
         const bool lightPasses =
             dtypeBytes(b.dtype) >= 4 && std::find(heavyReads.begin(), heavyReads.end(), e.buffer) == heavyReads.end();
         const bool readLater = sameRowRead(e, last, /*before=*/false);
-        bool nextRow = wholeRow && (sameRowRead(e, at, /*before=*/true) || (lightPasses && readLater));
+        const bool nextRow = wholeRow && (sameRowRead(e, at, /*before=*/true) || (lightPasses && readLater));
         if (nextRow && prefetchFillsL1 && readLater) return;  // the next row would evict this one
         if (!heavy && !nextRow) return;
         const int64_t rowBytes = b.shape.back() * dtypeBytes(b.dtype);

@@ -341,8 +341,9 @@ Value* expClampedNonPositiveFloat(Emitter& e, Value* xc) {
 }
 
 // exp for a float the caller knows is <= 0 or NaN (softmax's x - max(x), loops/NonPositiveExp.h):
-// expFloat without the upper clamp, so expFloat's bits with one product and three integer
-// operations fewer.
+// expFloat without the upper clamp, so expFloat's bits with two products and three integer
+// operations fewer (expClampedNonPositiveFloat); with UnderflowZero::Clamp also without the
+// compare and select after the arithmetic.
 Value* expNonPositiveFloat(Emitter& e, Value* x, UnderflowZero zero) {
   if (zero == UnderflowZero::Clamp) {
     // e^-120 = p * 2^-109 * 2^-64 with p in [0.7, 1.42]: the first product normal and exact, the
