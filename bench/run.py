@@ -210,27 +210,47 @@ def cpu_info():
 
 # The peers' own kernel choice, probed in a child process (each library reads its variable once,
 # when it loads): the name the library reports running under `env`.
+# Each probe prints the kernel the library says it runs, then its SGEMM rates at 1024 and 2048 on
+# one thread (GFLOP/s, each the best of 5 after a warm-up; the operands are zeros, which cost an
+# FMA what any value does), so that the bench can keep the fastest of the kernels the CPU runs.
+_SGEMM_RATE = ("import time\n"
+               "P = ctypes.c_void_p\n"
+               "l.cblas_sgemm.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, P, ctypes.c_int, P, ctypes.c_int, ctypes.c_float, P, ctypes.c_int]\n"
+               "for n in (1024, 2048):\n"
+               "    A, B, C = ((ctypes.c_float * (n * n))() for _ in range(3))\n"
+               "    best = float('inf')\n"
+               "    for k in range(6):\n"
+               "        t = time.perf_counter()\n"
+               "        l.cblas_sgemm(101, 111, 111, n, n, n, 1.0, A, n, B, n, 0.0, C, n)\n"
+               "        best = min(best, time.perf_counter() - t) if k else best\n"
+               "    print('%.1f' % (2 * n ** 3 / best / 1e9))\n")
 _PROBE = {
     "openblas": "import ctypes, ctypes.util\n"
                 "l = ctypes.CDLL(ctypes.util.find_library('openblas'))\n"
                 "l.openblas_get_corename.restype = ctypes.c_char_p\n"
-                "print(l.openblas_get_corename().decode())\n",
+                "print(l.openblas_get_corename().decode())\n" + _SGEMM_RATE,
     "blis": "import ctypes, ctypes.util\n"
             "l = ctypes.CDLL(ctypes.util.find_library('blis'))\n"
             "l.bli_init()\n"
             "l.bli_arch_string.restype = ctypes.c_char_p\n"
-            "print(l.bli_arch_string(l.bli_arch_query_id()).decode())\n",
+            "print(l.bli_arch_string(l.bli_arch_query_id()).decode())\n" + _SGEMM_RATE,
 }
 
 
 def probe_kernel(lib, env_extra):
+    """(the kernel the library runs under env_extra, its SGEMM GFLOP/s at 1024 and 2048 on one
+    thread), or ("", ()) when the probe fails."""
     env = dict(os.environ)
     env.update(env_extra)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS"):
+        env[var] = "1"
+    env["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1"
     try:
-        p = subprocess.run([sys.executable, "-c", _PROBE[lib]], capture_output=True, text=True, env=env, timeout=30)
+        p = subprocess.run([sys.executable, "-c", _PROBE[lib]], capture_output=True, text=True, env=env, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return p.stdout.strip() if p.returncode == 0 else ""
+        return "", ()
+    words = p.stdout.split() if p.returncode == 0 else []
+    return (words[0], (float(words[1]), float(words[2]))) if len(words) == 3 else ("", ())
 
 
 def blis_arch_ids():
@@ -247,12 +267,29 @@ def blis_arch_ids():
     return {name: i for i, name in enumerate(names)}
 
 
+def fastest_kernel(lib, candidates):
+    """Of candidates [(name, env)], those the library then reports running (a name it does not
+    know, or a kernel whose instructions the CPU lacks, falls back to its own choice), the one with
+    the best geometric mean of its SGEMM 1024 and 2048 rates: (name, env, words for the report),
+    or None."""
+    rates = []
+    for name, env in candidates:
+        ran, rate = probe_kernel(lib, env)
+        if ran.lower() == name.lower() and rate and min(rate) > 0:
+            rates.append((rate, name, env))
+    if not rates:
+        return None
+    best = max(rates, key=lambda r: r[0][0] * r[0][1])
+    return (best[1], best[2], "fastest at SGEMM 1024 / 2048 of " +
+            ", ".join("%s %.1f / %.1f" % (n, r[0], r[1]) for r, n, _ in rates) + " GFLOP/s")
+
+
 def peer_kernels(cpu):
     """The BLAS peers at their best kernel for this CPU: OpenBLAS's core type and BLIS's arch,
-    from the newest the CPU runs, each kept only when the library then reports running it (a
-    name the library does not know, or a kernel whose instructions the CPU lacks, falls back to
-    the library's own choice). Debian's OpenBLAS 0.3.21 runs SkylakeX kernels on a Sapphire
-    Rapids unless told Cooperlake; Debian's BLIS 0.9 runs haswell kernels there unless told skx.
+    each the fastest at SGEMM 1024 and 2048 on one thread of the kernels the CPU runs. Debian's OpenBLAS
+    0.3.21 runs SkylakeX kernels on a Sapphire Rapids unless told Cooperlake, and Debian's BLIS 0.9
+    runs haswell kernels there unless told skx; on a Zen 4 BLIS's zen3 kernel beat its skx one
+    (1024: 99 against 86 GFLOP/s), so the newest kernel is not always the best: each is timed.
     A variable the user already set is kept. Returns (env, words for the report)."""
     env, said = {}, []
     if "OPENBLAS_CORETYPE" in os.environ:
@@ -267,13 +304,12 @@ def peer_kernels(cpu):
         if cpu["vendor"] == "AuthenticAMD" and cpu["family"] >= 0x17:
             wanted += ["Zen"]
         wanted += ["Haswell"] if cpu["avx2"] else []
-        for name in wanted:
-            if probe_kernel("openblas", {"OPENBLAS_CORETYPE": name}).lower() == name.lower():
-                env["OPENBLAS_CORETYPE"] = name
-                said.append("OpenBLAS %s (chosen from %s)" % (name, ", ".join(wanted)))
-                break
+        best = fastest_kernel("openblas", [(name, {"OPENBLAS_CORETYPE": name}) for name in wanted])
+        if best:
+            env.update(best[1])
+            said.append("OpenBLAS %s (%s)" % (best[0], best[2]))
         else:
-            said.append("OpenBLAS %s (its own choice)" % (probe_kernel("openblas", {}) or "unavailable"))
+            said.append("OpenBLAS %s (its own choice)" % (probe_kernel("openblas", {})[0] or "unavailable"))
     if "BLIS_ARCH_TYPE" in os.environ:
         env["BLIS_ARCH_TYPE"] = os.environ["BLIS_ARCH_TYPE"]
         said.append("BLIS arch %s (BLIS_ARCH_TYPE as given)" % os.environ["BLIS_ARCH_TYPE"])
@@ -285,13 +321,12 @@ def peer_kernels(cpu):
         if cpu["vendor"] == "AuthenticAMD":
             wanted += {0x19: ["zen3", "zen2", "zen"], 0x17: ["zen2", "zen"]}.get(cpu["family"], [])
         wanted += ["haswell"] if cpu["avx2"] else []
-        for name in wanted:
-            if name in ids and probe_kernel("blis", {"BLIS_ARCH_TYPE": str(ids[name])}) == name:
-                env["BLIS_ARCH_TYPE"] = str(ids[name])
-                said.append("BLIS %s (BLIS_ARCH_TYPE=%d, chosen from %s)" % (name, ids[name], ", ".join(wanted)))
-                break
+        best = fastest_kernel("blis", [(name, {"BLIS_ARCH_TYPE": str(ids[name])}) for name in wanted if name in ids])
+        if best:
+            env.update(best[1])
+            said.append("BLIS %s (BLIS_ARCH_TYPE=%s, %s)" % (best[0], best[1]["BLIS_ARCH_TYPE"], best[2]))
         else:
-            said.append("BLIS %s (its own choice)" % (probe_kernel("blis", {}) or "unavailable"))
+            said.append("BLIS %s (its own choice)" % (probe_kernel("blis", {})[0] or "unavailable"))
     return env, "; ".join(said)
 
 
