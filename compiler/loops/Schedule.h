@@ -63,6 +63,11 @@ struct MachineInfo {
   // asks for a row's successor only in the row's last pass, so that the next row does not push
   // out of L1 the row that later passes still read (StreamStores.h).
   bool prefetchFillsL1 = false;
+  // A product whose result underflows takes a microcode assist (Intel cores; AMD's handle it at
+  // full speed: on Zen 4 a softmax whose exponentials nearly all underflow ran no slower with
+  // them). With AVX-512 the code generator then zeroes exp's lanes below its limit by masking
+  // the last product off rather than letting it underflow (VectorMath.h, UnderflowZero).
+  bool underflowAssist = true;
   int threads = 1;            // threads the compiled code will run on: row blocks to share out
   std::string source;         // where the figures came from, for the explanation
 };

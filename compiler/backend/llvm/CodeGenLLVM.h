@@ -26,6 +26,9 @@ struct CodeGenOptions {
   int optLevel = 3;             // 0 calls libm for transcendental functions
   bool preferWideVectors = true;  // ask for 512-bit vectors where the CPU has AVX-512
   int vectorFloats = 8;           // f32 lanes of the target's vectors (16 with AVX-512)
+  // How exp[<=0] gives +0 below its underflow limit: by a select (the last product masked off)
+  // with AVX-512 on a CPU whose underflowing products take an assist, else by a clamp (VectorMath.h).
+  UnderflowZero expUnderflow = UnderflowZero::Clamp;
   MathMode math = MathMode::Precise;  // --math: the vector math's precise or fast forms
   // The memory plan the buffers will be bound by (null: every buffer its own memory). A kernel
   // that writes its output in place over an input reads that input through the output pointer.

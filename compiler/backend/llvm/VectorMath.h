@@ -48,7 +48,7 @@ llvm::Value* emitMath(llvm::IRBuilder<>& B, MathFn fn, llvm::ArrayRef<llvm::Valu
 // on Intel cores saves a microcode assist per underflowing vector (docs/vector-math.md). Clamp:
 // the argument clamped low enough (-120) that the last product itself rounds to +0; the same
 // bits, a compare and an and fewer per vector, for targets where the select would be an and after
-// the product anyway and save no time (AVX2).
+// the product anyway and save no time (AVX2), or whose products underflow at full speed (AMD).
 enum class UnderflowZero { Select, Clamp };
 
 // exp(x) for an x the caller has proved to be <= 0 or NaN (softmax's x - max(x): the

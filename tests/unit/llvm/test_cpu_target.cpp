@@ -52,6 +52,11 @@ TEST_CASE("cpu target: named CPUs have their own features and machine facts on a
   CHECK(texc::loops::machineInfo(cpuTarget("znver3")).prefetchFillsL1);
   CHECK(texc::loops::machineInfo(cpuTarget("znver2")).prefetchFillsL1);
   CHECK_FALSE(texc::loops::machineInfo(cpuTarget("znver4")).prefetchFillsL1);
+  // Underflowing products take an assist on Intel cores, not on AMD's (exp[<=0]'s clamp form).
+  CHECK(m.underflowAssist);
+  CHECK(texc::loops::machineInfo(skx).underflowAssist);
+  CHECK_FALSE(texc::loops::machineInfo(cpuTarget("znver4")).underflowAssist);
+  CHECK_FALSE(texc::loops::machineInfo(cpuTarget("znver3")).underflowAssist);
 }
 
 TEST_CASE("cpu target: host is the machine texc runs on, and needs nothing it lacks", "[llvm][cpu]") {
