@@ -208,9 +208,8 @@ def cpu_info():
                 vendor=field("vendor_id"))
 
 
-# The peers' own kernel choice, probed in a child process (each library reads its variable once,
-# when it loads): the name the library reports running under `env`.
-# Each probe prints the kernel the library says it runs, then its SGEMM rates at 1024 and 2048 on
+# The peers' kernels, probed in a child process (each library reads its variable once, when it
+# loads): each probe prints the kernel the library says it runs, then its SGEMM rates at 1024 and 2048 on
 # one thread (GFLOP/s, each the best of 5 after a warm-up; the operands are zeros, which cost an
 # FMA what any value does), so that the bench can keep the fastest of the kernels the CPU runs.
 _SGEMM_RATE = ("import time\n"

@@ -190,6 +190,12 @@ const CpuTarget& cpuTarget(const std::string& name) {
   return it->second;
 }
 
+bool isAmdCpu(const std::string& name) {
+  for (const char* prefix : {"znver", "bdver", "btver", "k8", "opteron", "athlon", "amdfam10", "barcelona"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 std::vector<std::string> missingHostFeatures(const CpuTarget& cpu) {
   std::vector<std::string> missing;
   if (cpu.host) return missing;

@@ -30,6 +30,9 @@ struct CpuTarget {
 // knows. Throws std::invalid_argument naming a few valid CPUs otherwise. Resolved once per name.
 const CpuTarget& cpuTarget(const std::string& name);
 
+// Whether `name` (an LLVM CPU name: "znver4", "bdver2", "k8", ...) is one of AMD's cores.
+bool isAmdCpu(const std::string& name);
+
 // The instruction-set features `cpu` has that this host lacks ("avx512f", "sse4a", ...): the vector
 // and arithmetic extensions only, since texc's kernels use no system instructions (pku, shstk, ...).
 // Empty when code for `cpu` runs here.

@@ -122,7 +122,7 @@ void configureModule(llvm::Module& M, const llvm::TargetMachine& TM) {
 namespace {
 std::unique_ptr<llvm::TargetMachine> vectorizerTuning(const llvm::TargetMachine& TM) {
   const std::string features = TM.getTargetFeatureString().str();
-  if (TM.getTargetCPU().str().rfind("znver", 0) != 0 || features.find("+avx512f") == std::string::npos) return nullptr;
+  if (!isAmdCpu(TM.getTargetCPU().str()) || features.find("+avx512f") == std::string::npos) return nullptr;
   return std::unique_ptr<llvm::TargetMachine>(TM.getTarget().createTargetMachine(
       TM.getTargetTriple().str(), TM.getTargetCPU(), features + ",+prefer-no-gather,+prefer-no-scatter", TM.Options,
       TM.getRelocationModel(), TM.getCodeModel(), TM.getOptLevel()));

@@ -18,9 +18,6 @@ bool amdBeforeZen4(const std::string& name) {
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
-// Any AMD core LLVM names: those above and Zen 4 on ("znver4", "znver5", ...).
-bool amdCore(const std::string& name) { return amdBeforeZen4(name) || name.rfind("znver", 0) == 0; }
-
 }  // namespace
 
 MachineInfo machineInfo(const CpuTarget& cpu) {
@@ -33,7 +30,7 @@ MachineInfo machineInfo(const CpuTarget& cpu) {
   m.bf16Dot = m.vectorFloats == 16 && cpu.has("avx512bf16");
   m.amxBf16 = m.bf16Dot && amxUsable(cpu);
   m.prefetchFillsL1 = amdBeforeZen4(cpu.name);
-  m.underflowAssist = !amdCore(cpu.name);
+  m.underflowAssist = !isAmdCpu(cpu.name);
   m.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   m.source = fmt::format("{}{}, {}, {} {}-bit registers; caches {}", cpu.name, cpu.host ? " (host)" : "", cpu.isaName(),
                          m.vectorRegisters, m.vectorFloats * 32, cpu.cacheSource);

@@ -57,6 +57,10 @@ TEST_CASE("cpu target: named CPUs have their own features and machine facts on a
   CHECK(texc::loops::machineInfo(skx).underflowAssist);
   CHECK_FALSE(texc::loops::machineInfo(cpuTarget("znver4")).underflowAssist);
   CHECK_FALSE(texc::loops::machineInfo(cpuTarget("znver3")).underflowAssist);
+  CHECK(texc::isAmdCpu("znver5"));
+  CHECK(texc::isAmdCpu("bdver2"));
+  CHECK_FALSE(texc::isAmdCpu("sapphirerapids"));
+  CHECK_FALSE(texc::isAmdCpu("x86-64"));
 }
 
 TEST_CASE("cpu target: host is the machine texc runs on, and needs nothing it lacks", "[llvm][cpu]") {

@@ -718,7 +718,7 @@ void checkNonPositiveExp(uint32_t stride, uint64_t parts = 1) {
 TEST_CASE("exp of a non-positive argument has exp's bits", "[llvm][vector-math]") {
   checkNonPositiveExp(61);
   // Precise f32: the overflow clamp and the second scaling are gone from the vector loop; the
-  // clamp form (AVX2) also drops the compare and select after the arithmetic. Counted in code for
+  // clamp form (AVX2 and AMD) also drops the compare and select after the arithmetic. Counted in code for
   // a pinned CPU of each vector width.
   auto general = [](llvm::IRBuilder<>& b, llvm::Value* x) { return texc::emitMath(b, MathFn::Exp, {x}); };
   auto selected = [](llvm::IRBuilder<>& b, llvm::Value* x) { return texc::emitExpNonPositive(b, x); };
