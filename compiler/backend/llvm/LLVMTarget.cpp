@@ -1,5 +1,7 @@
 #include "compiler/backend/llvm/LLVMTarget.h"
 
+#include "compiler/backend/llvm/SmallTables.h"
+
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
@@ -59,6 +61,7 @@ std::string emitFile(llvm::Module& M, llvm::TargetMachine& TM, llvm::CodeGenFile
   // Code generation lowers and rewrites the IR it runs on; work on a copy so M stays usable.
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(M);
   configureIfBare(*copy, TM);
+  defineSmallTables(*copy, TM);  // where optimizeModule did not run
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;
@@ -164,6 +167,7 @@ void optimizeModule(llvm::Module& M, llvm::TargetMachine& TM, int optLevel) {
     default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
   }
   mpm.run(M, mam);
+  defineSmallTables(M, TM);
   finishStreamingStores(M);
   // An invalid module out of LLVM's own pipeline would crash the code generator: say so instead.
   if (llvm::verifyModule(M, &problemStream))

@@ -1,6 +1,7 @@
 #include "compiler/backend/llvm/OrcJIT.h"
 
 #include "compiler/backend/llvm/LLVMTarget.h"
+#include "compiler/backend/llvm/SmallTables.h"
 
 #include <llvm/ExecutionEngine/Orc/Core.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -10,6 +11,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
+#include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
@@ -39,6 +41,9 @@ OrcJIT::OrcJIT(int optLevel, const CpuTarget& cpu) {
   machine.setCPU(cpu.name);
   machine.addFeatures(cpu.features);
   machine.setCodeGenOptLevel(jitCodeGenLevel(optLevel));
+  auto targetCreated = machine.createTargetMachine();
+  if (!targetCreated) fail("cannot create the JIT's target machine", targetCreated.takeError());
+  targetMachine = std::move(*targetCreated);
 
   auto created = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machine)).create();
   if (!created) fail("cannot create the JIT", created.takeError());
@@ -57,6 +62,7 @@ OrcJIT::OrcJIT(int optLevel, const CpuTarget& cpu) {
 OrcJIT::~OrcJIT() = default;
 
 void OrcJIT::addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context) {
+  defineSmallTables(*module, *targetMachine);
   if (llvm::Error error = jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     fail("cannot add a module to the JIT", std::move(error));
 }

@@ -11,6 +11,7 @@ namespace llvm {
 class DataLayout;
 class LLVMContext;
 class Module;
+class TargetMachine;
 namespace orc {
 class LLJIT;
 }
@@ -30,7 +31,8 @@ struct OrcJIT {
   OrcJIT(const OrcJIT&) = delete;
   OrcJIT& operator=(const OrcJIT&) = delete;
 
-  // Takes the module and the context that owns it. A module without a data layout gets the JIT's.
+  // Takes the module and the context that owns it. A module without a data layout gets the JIT's;
+  // small-table look-ups not yet defined (an unoptimised module) get their bodies for the CPU.
   void addModule(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context);
 
   // Makes `name` resolve to `address` in modules added later (runtime entry points such as
@@ -43,6 +45,7 @@ struct OrcJIT {
   const llvm::DataLayout& dataLayout() const;
 
   std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unique_ptr<llvm::TargetMachine> targetMachine;  // the JIT's CPU, for defineSmallTables
   // Errors that ORC reports asynchronously (e.g. "Symbols not found" while materialising), kept
   // to be appended to the exception of the lookup that triggered them.
   std::mutex sessionErrorsMutex;

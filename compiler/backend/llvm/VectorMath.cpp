@@ -1,5 +1,7 @@
 #include "compiler/backend/llvm/VectorMath.h"
 
+#include "compiler/backend/llvm/SmallTables.h"
+
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
@@ -278,15 +280,11 @@ Value* expCore(Emitter& e, Value* x, Value* lo) {
   return e.sel(under, e.c(0.0), e.mul(e.mul(p, e.pow2(e.toInt(n1))), e.pow2(e.toInt(n2))));
 }
 
-// e^r = 1 + r*(c1 + r*(c2 + ... + r*c6)) for float, |r| <= ln2/2, by Horner: six FMAs. (An
-// Estrin form of the inner part, kept until 2026-12-07, cost one multiplication more for four
-// FMA latencies fewer; the loops that call exp wait on the FMA pipes, not on the chain: softmax
-// 4096^2 on Zen 3 6.96 -> 6.69 ms, x * sigmoid(x) 8.24 -> 7.59, exp(x) 6.93 -> 6.56 with Horner,
-// and over every float 0.896 ulp against 0.899.)
-// With `scale` (a power of two) every coefficient and the 1 are multiplied by it, and so, exactly,
-// is every operation's result, as long as those stay normal: each is dominated by its constant
-// term (c_j * scale >= 2^-77 for the 2^-64 used below), so the result is e^r * scale with the
-// same significand bits.
+// e^r = 1 + r*(c1 + r*(c2 + ... + r*c6)) for float, |r| <= ln2/2, by Horner: six FMAs, with
+// `scale` (a power of two) multiplying every coefficient and the 1, and so, exactly, every
+// operation's result while those stay normal (each is dominated by its constant term: c_j * scale
+// >= 2^-77 for the 2^-64 sigmoid uses), so the result is e^r * scale with the same significand.
+// The f32 exp used it until 2026-12-07 (see expTableFloat); sigmoid still does.
 Value* expPolyFloat(Emitter& e, Value* r, double scale = 1.0) {
   double c[std::size(kExpF)];
   for (size_t j = 0; j < std::size(kExpF); ++j) c[j] = kExpF[j] * scale;
@@ -295,12 +293,57 @@ Value* expPolyFloat(Emitter& e, Value* r, double scale = 1.0) {
   return e.fma(h, r, e.c(scale));
 }
 
-// exp for float: clamp, reduce, evaluate e^r and scale by 2^n in two steps, 2^ceil(n/2) *
-// 2^floor(n/2): the first product is exact and the second rounds once, which gives gradual
-// underflow and overflow to +inf without a select. n comes from a magic-number rounding whose low
-// bits hold n + 254, and both scale factors from those bits by shifts and one integer
-// subtraction (an FMA fewer than rounding n/2 apart: softmax 64 x 4096 in cache on Zen 4
-// 0.083 -> 0.080 ms; the same bits). NaN propagates through p.
+// The f32 exp: e^x = 2^k * 2^(j/16) * e^r with x = (16k + j) ln2/16 + r, |r| <= ln2/32.
+// 2^(j/16) comes from a table of 16 floats that vector code reads with one register permute
+// (SmallTables.h: vpermd with AVX-512, two and a blend with AVX2), and e^r - 1 from a polynomial
+// of degree 3 instead of 6 on the eight times longer interval of the plain reduction: three
+// FMAs fewer per element for an integer addition and the permute. Softmax's exp loop in cache,
+// 1 thread, Zen 4: 0.220 -> 0.185 ns per element; the error over every float 0.90 -> ~1.0 ulp
+// (the table's own rounding, up to half an ulp, adds to the final one).
+//
+// t = fma(x, 16/ln2, 1.5 * 2^23) leaves v = 16k + j in its low bits, in two's complement (T =
+// bits(t)); n = t - 1.5 * 2^23 is v as a float. The table holds bits(2^(j/16)) - (j << 19) +
+// (E << 23), so that entry + (T << 19) = bits(2^(j/16) * 2^(k + E)) (the high bits of T and the
+// wrap-around drop out modulo 2^32): the scale in two integer operations and the look-up.
+// e^r - 1 = r * (1 + r * (c2 + c3 r)) on |r| <= ln2/32 * 1.002, a minimax fit of relative error
+// 1.6e-9 (0.013 ulp) with c2 and c3 rounded to float.
+constexpr double kExpTableC2F = 0x1.00022p-1, kExpTableC3F = 0x1.55559ep-3;
+// 2^(j/16), j = 0..15, correctly rounded to float.
+constexpr uint32_t kExp2SixteenthsF[16] = {
+    0x3f800000u, 0x3f85aac3u, 0x3f8b95c2u, 0x3f91c3d3u, 0x3f9837f0u, 0x3f9ef532u, 0x3fa5fed7u, 0x3fad583fu,
+    0x3fb504f3u, 0x3fbd08a4u, 0x3fc5672au, 0x3fce248cu, 0x3fd744fdu, 0x3fe0ccdfu, 0x3feac0c7u, 0x3ff5257du};
+
+SmallTable exp2SixteenthsTable(int extraExponent) {
+  SmallTable table{extraExponent == 0 ? "exp2_16ths" : "exp2_16ths_x2p" + std::to_string(extraExponent), {}};
+  for (uint32_t j = 0; j < 16; ++j)
+    table.entries[j] = kExp2SixteenthsF[j] - (j << 19) + (static_cast<uint32_t>(extraExponent) << 23);
+  return table;
+}
+
+struct ExpTableParts {
+  Value* tBits;  // bits of t: v = 16k + j in the low bits
+  Value* p;      // e^r - 1
+};
+
+ExpTableParts reduceExpTable(Emitter& e, Value* xc) {
+  Value* t = e.fma(xc, e.c(16 * kLog2eF), e.c(e.magic()));
+  Value* n = e.sub(t, e.c(e.magic()));
+  Value* r = e.fma(n, e.c(-kLn2HiF / 16), xc);  // exact
+  r = e.fma(n, e.c(-kLn2LoF / 16), r);
+  Value* q = e.fma(e.fma(e.c(kExpTableC3F), r, e.c(kExpTableC2F)), r, e.c(1.0));
+  return {e.bits(t), e.mul(q, r)};
+}
+
+// bits(2^(j/16) * 2^(k + extraExponent)).
+Value* exp2TableScaleBits(Emitter& e, Value* tBits, int extraExponent) {
+  Value* entry = emitSmallTableLookup(e.b, exp2SixteenthsTable(extraExponent), tBits);
+  return e.b.CreateAdd(entry, e.b.CreateShl(tBits, e.ci(19)));
+}
+
+// exp for float: clamp, reduce, and e^x = S1 * (1 + p) * S2 with S1 = 2^(j/16) * 2^ceil(k/2) and
+// S2 = 2^floor(k/2), both normal: fma(S1, p, S1) rounds once in the normal range and the product
+// by S2 rounds once more, into the subnormals or to +inf at the ends. floor(k/2) = T >> 5 in the
+// exponent field, as with (T << 19) above. NaN propagates through p.
 // Below kExpMinF (-inf among them: a masked score) the result is selected as +0 rather than
 // left to the last product's underflow: on Intel cores an underflowing product costs a microcode
 // assist per vector, and AVX-512 then issues that product masked ({z}), off for those lanes.
@@ -311,26 +354,27 @@ Value* expFloat(Emitter& e, Value* x) {
   Value* under = e.olt(x, e.c(kExpMinF));
   Value* xc = e.sel(under, e.c(kExpMinF), x);
   xc = e.sel(e.ogt(xc, e.c(kExpMaxF)), e.c(kExpMaxF), xc);
-  Value* t = e.fma(xc, e.c(kLog2eF), e.c(e.magic() + 254));
-  Value* n = e.sub(t, e.c(e.magic() + 254));
-  Value* r = e.fma(n, e.c(-kLn2HiF), xc);  // exact
-  r = e.fma(n, e.c(-kLn2LoF), r);
-  Value* p = expPolyFloat(e, r);
-  // With T = bits(t), whose low 10 bits hold L = n + 254: (T >> 1) << 23 keeps floor(L/2), and
-  // (T - (T >> 1)) << 23 keeps ceil(L/2) (the high bits drop out of both), so
-  // s2 = 2^floor(n/2) and s1 = 2^ceil(n/2): both normal, s1 * s2 = 2^n.
-  Value* half = e.b.CreateLShr(e.bits(t), e.ci(1));
-  Value* s1 = e.fromBits(e.b.CreateShl(e.b.CreateSub(e.bits(t), half), e.ci(23)));
-  Value* s2 = e.fromBits(e.b.CreateShl(half, e.ci(23)));
-  return e.sel(under, e.c(0.0), e.mul(e.mul(p, s1), s2));
+  ExpTableParts parts = reduceExpTable(e, xc);
+  Value* halfK = e.b.CreateShl(e.b.CreateAShr(parts.tBits, e.ci(5)), e.ci(23));  // floor(k/2) << 23
+  Value* s1 = e.fromBits(e.b.CreateSub(exp2TableScaleBits(e, parts.tBits, 0), halfK));
+  Value* s2 = e.fromBits(e.b.CreateAdd(halfK, e.ci(0x3f800000u)));
+  return e.sel(under, e.c(0.0), e.mul(e.fma(s1, parts.p, s1), s2));
 }
 
-// e^xc for kExpMinF <= xc <= 0 (the caller clamps; down to kExpFlushF for the clamp form),
-// shared by expNonPositiveFloat and sigmoid: expFloat's reduction and polynomial, and 2^n applied
-// as 2^-64 * 2^(n+64) (n <= 0, so n + 64 is a normal exponent down to n = -190): the polynomial
-// evaluated at scale 2^-64, exactly p * 2^-64 (expPolyFloat), then one product that rounds once,
-// the same bits as the exact p * 2^(n+64) followed by the rounding * 2^-64, one product fewer.
+// e^xc for kExpMinF <= xc <= 0 (the caller clamps; down to kExpFlushF for the clamp form):
+// expFloat's reduction, and 2^k applied as 2^(k+64) * 2^-64 (k + 64 is a normal exponent down to
+// x = -130): fma(S, p, S) with S = 2^(j/16) * 2^(k+64) is 2^(k + 64 - ceil(k/2)) times expFloat's
+// fma, exactly, so the product by 2^-64 rounds to expFloat's bits, one product and two integer
+// operations fewer.
 Value* expClampedNonPositiveFloat(Emitter& e, Value* xc) {
+  ExpTableParts parts = reduceExpTable(e, xc);
+  Value* s = e.fromBits(exp2TableScaleBits(e, parts.tBits, 64));
+  return e.mul(e.fma(s, parts.p, s), e.c(0x1p-64));
+}
+
+// The same for sigmoid, with the polynomial of degree 6 on |r| <= ln2/2: sigmoid's error bound
+// (2 ulp) leaves no room for the table form's extra half ulp in u.
+Value* expClampedNonPositivePolyFloat(Emitter& e, Value* xc) {
   const double magic = e.magic() + 127 + 64;
   Value* t = e.fma(xc, e.c(kLog2eF), e.c(magic));
   Value* n = e.sub(t, e.c(magic));
@@ -354,12 +398,12 @@ Value* expNonPositiveFloat(Emitter& e, Value* x, UnderflowZero zero) {
   return e.sel(under, e.c(0.0), expClampedNonPositiveFloat(e, e.sel(under, e.c(kExpMinF), x)));
 }
 
-// sigmoid for float from u = exp(-|x|) in (0, 1] (expClampedNonPositiveFloat) and one division:
+// sigmoid for float from u = exp(-|x|) in (0, 1] (expClampedNonPositivePolyFloat) and one division:
 // with q = u / (1 + u), 1 - q for x >= 0 and u * (1 - q) for x < 0, both as fma(B, -q, B). The second form makes the rounding error of the division
 // matter only in proportion to u, so tiny results are as accurate as u itself.
 Value* sigmoidFloat(Emitter& e, Value* x) {
   Value* v = e.fromBits(e.b.CreateOr(e.bits(x), e.ci(0x80000000u)));  // -|x|
-  Value* u = expClampedNonPositiveFloat(e, e.sel(e.olt(v, e.c(kExpMinF)), e.c(kExpMinF), v));
+  Value* u = expClampedNonPositivePolyFloat(e, e.sel(e.olt(v, e.c(kExpMinF)), e.c(kExpMinF), v));
   Value* negQ = e.div(u, e.sub(e.c(-1.0), u));
   Value* b = e.sel(e.olt(x, e.c(0.0)), u, e.c(1.0));
   return e.fma(b, negQ, b);
