@@ -305,9 +305,9 @@ Value* expPolyFloat(Emitter& e, Value* r, double scale = 1.0) {
 // bits(t)); n = t - 1.5 * 2^23 is v as a float. The table holds bits(2^(j/16)) - (j << 19) +
 // (E << 23), so that entry + (T << 19) = bits(2^(j/16) * 2^(k + E)) (the high bits of T and the
 // wrap-around drop out modulo 2^32): the scale in two integer operations and the look-up.
-// e^r - 1 = r * (1 + r * (c2 + c3 r)) on |r| <= ln2/32 * 1.002, a minimax fit of relative error
-// 1.6e-9 (0.013 ulp) with c2 and c3 rounded to float.
-constexpr double kExpTableC2F = 0x1.00022p-1, kExpTableC3F = 0x1.55559ep-3;
+// e^r = 1 + r * (c1 + r * (c2 + c3 r)) on |r| <= ln2/32 * 1.002 with c1 = 1: these c1..c3, a
+// minimax fit of relative error 1.6e-9 (0.013 ulp).
+constexpr double kExpTableF[] = {0x1p+0, 0x1.00022p-1, 0x1.55559cp-3};
 // 2^(j/16), j = 0..15, correctly rounded to float.
 constexpr uint32_t kExp2SixteenthsF[16] = {
     0x3f800000u, 0x3f85aac3u, 0x3f8b95c2u, 0x3f91c3d3u, 0x3f9837f0u, 0x3f9ef532u, 0x3fa5fed7u, 0x3fad583fu,
@@ -330,7 +330,7 @@ ExpTableParts reduceExpTable(Emitter& e, Value* xc) {
   Value* n = e.sub(t, e.c(e.magic()));
   Value* r = e.fma(n, e.c(-kLn2HiF / 16), xc);  // exact
   r = e.fma(n, e.c(-kLn2LoF / 16), r);
-  Value* q = e.fma(e.fma(e.c(kExpTableC3F), r, e.c(kExpTableC2F)), r, e.c(1.0));
+  Value* q = e.fma(e.fma(e.c(kExpTableF[2]), r, e.c(kExpTableF[1])), r, e.c(kExpTableF[0]));
   return {e.bits(t), e.mul(q, r)};
 }
 
@@ -385,13 +385,13 @@ Value* expClampedNonPositivePolyFloat(Emitter& e, Value* xc) {
 }
 
 // exp for a float the caller knows is <= 0 or NaN (softmax's x - max(x), loops/NonPositiveExp.h):
-// expFloat without the upper clamp, so expFloat's bits with two products and three integer
+// expFloat without the upper clamp, so expFloat's bits with a compare, a select and three integer
 // operations fewer (expClampedNonPositiveFloat); with UnderflowZero::Clamp also without the
 // compare and select after the arithmetic.
 Value* expNonPositiveFloat(Emitter& e, Value* x, UnderflowZero zero) {
   if (zero == UnderflowZero::Clamp) {
-    // e^-120 = p * 2^-109 * 2^-64 with p in [0.7, 1.42]: the first product normal and exact, the
-    // second far below half the least subnormal, so +0, as the select gives.
+    // At x = -120, s = 2^(j/16) * 2^-110 and fma(s, p, s) are normal, and the product by 2^-64,
+    // near 2^-173, is far below half the least subnormal: +0, as the select gives.
     return expClampedNonPositiveFloat(e, e.sel(e.olt(x, e.c(kExpFlushF)), e.c(kExpFlushF), x));
   }
   Value* under = e.olt(x, e.c(kExpMinF));
