@@ -159,9 +159,7 @@ llvm::Value* emitSmallTableLookup(llvm::IRBuilder<>& B, const SmallTable& table,
   llvm::Function* callee = scalar;
   if (auto* vecType = llvm::dyn_cast<llvm::FixedVectorType>(index->getType()))
     callee = declareLookup(M, variantName(scalarName, vecType->getNumElements()), vecType, encoded);
-  llvm::CallInst* call = B.CreateCall(callee, {index});
-  call->setDoesNotAccessMemory();
-  return call;
+  return B.CreateCall(callee, {index});
 }
 
 void defineSmallTables(llvm::Module& M, const llvm::TargetMachine& TM) {

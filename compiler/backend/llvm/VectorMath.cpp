@@ -284,8 +284,8 @@ Value* expCore(Emitter& e, Value* x, Value* lo) {
 // `scale` (a power of two) multiplying every coefficient and the 1, and so, exactly, every
 // operation's result while those stay normal (each is dominated by its constant term: c_j * scale
 // >= 2^-77 for the 2^-64 sigmoid uses), so the result is e^r * scale with the same significand.
-// The f32 exp used it until 2026-12-07 (see expTableFloat); sigmoid still does.
-Value* expPolyFloat(Emitter& e, Value* r, double scale = 1.0) {
+// The f32 exp used it (at scale 1) until 2026-12-07, see expFloat below; sigmoid still does.
+Value* expPolyFloat(Emitter& e, Value* r, double scale) {
   double c[std::size(kExpF)];
   for (size_t j = 0; j < std::size(kExpF); ++j) c[j] = kExpF[j] * scale;
   Value* h = e.c(c[std::size(kExpF) - 1]);
@@ -298,7 +298,7 @@ Value* expPolyFloat(Emitter& e, Value* r, double scale = 1.0) {
 // (SmallTables.h: vpermd with AVX-512, two and a blend with AVX2), and e^r - 1 from a polynomial
 // of degree 3 instead of 6 on the eight times longer interval of the plain reduction: three
 // FMAs fewer per element for an integer addition and the permute. Softmax's exp loop in cache,
-// 1 thread, Zen 4: 0.220 -> 0.185 ns per element; the error over every float 0.90 -> ~1.0 ulp
+// 1 thread, Zen 4: 0.220 -> 0.185 ns per element; the error over every float 0.90 -> 0.997 ulp
 // (the table's own rounding, up to half an ulp, adds to the final one).
 //
 // t = fma(x, 16/ln2, 1.5 * 2^23) leaves v = 16k + j in its low bits, in two's complement (T =
@@ -364,8 +364,8 @@ Value* expFloat(Emitter& e, Value* x) {
 // e^xc for kExpMinF <= xc <= 0 (the caller clamps; down to kExpFlushF for the clamp form):
 // expFloat's reduction, and 2^k applied as 2^(k+64) * 2^-64 (k + 64 is a normal exponent down to
 // x = -130): fma(S, p, S) with S = 2^(j/16) * 2^(k+64) is 2^(k + 64 - ceil(k/2)) times expFloat's
-// fma, exactly, so the product by 2^-64 rounds to expFloat's bits, one product and two integer
-// operations fewer.
+// fma, exactly, so the product by 2^-64 rounds to expFloat's bits, with four integer operations
+// fewer (the second scale factor's).
 Value* expClampedNonPositiveFloat(Emitter& e, Value* xc) {
   ExpTableParts parts = reduceExpTable(e, xc);
   Value* s = e.fromBits(exp2TableScaleBits(e, parts.tBits, 64));
@@ -373,7 +373,7 @@ Value* expClampedNonPositiveFloat(Emitter& e, Value* xc) {
 }
 
 // The same for sigmoid, with the polynomial of degree 6 on |r| <= ln2/2: sigmoid's error bound
-// (2 ulp) leaves no room for the table form's extra half ulp in u.
+// (2 ulp) leaves no room for the table form's extra error in u (with it: 2.10 ulp in the sweep).
 Value* expClampedNonPositivePolyFloat(Emitter& e, Value* xc) {
   const double magic = e.magic() + 127 + 64;
   Value* t = e.fma(xc, e.c(kLog2eF), e.c(magic));
@@ -385,7 +385,7 @@ Value* expClampedNonPositivePolyFloat(Emitter& e, Value* xc) {
 }
 
 // exp for a float the caller knows is <= 0 or NaN (softmax's x - max(x), loops/NonPositiveExp.h):
-// expFloat without the upper clamp, so expFloat's bits with a compare, a select and three integer
+// expFloat without the upper clamp, so expFloat's bits with a compare, a select and four integer
 // operations fewer (expClampedNonPositiveFloat); with UnderflowZero::Clamp also without the
 // compare and select after the arithmetic.
 Value* expNonPositiveFloat(Emitter& e, Value* x, UnderflowZero zero) {
