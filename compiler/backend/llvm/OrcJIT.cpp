@@ -1,6 +1,7 @@
 #include "compiler/backend/llvm/OrcJIT.h"
 
 #include "compiler/backend/llvm/LLVMTarget.h"
+#include "compiler/backend/llvm/PerfMap.h"
 #include "compiler/backend/llvm/SmallTables.h"
 
 #include <llvm/ExecutionEngine/Orc/Core.h>
@@ -52,6 +53,8 @@ OrcJIT::OrcJIT(int optLevel, const CpuTarget& cpu) {
     std::lock_guard<std::mutex> lock(sessionErrorsMutex);
     sessionErrors += "\n  " + llvm::toString(std::move(error));
   });
+
+  if (const std::string map = perfMapPath(); !map.empty()) addPerfMap(*jit, map);
 
   // Fall back to the host process for anything the JIT'd modules do not define (libm, runtime).
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit->getDataLayout().getGlobalPrefix());

@@ -1,9 +1,11 @@
-// LLVMTarget (host TargetMachine, pipeline, emission) and OrcJIT (adding, lookup, host symbols).
+// LLVMTarget (host TargetMachine, pipeline, emission) and OrcJIT (adding, lookup, host symbols,
+// the perf map).
 
 #include <catch2/catch.hpp>
 
 #include "compiler/backend/llvm/LLVMTarget.h"
 #include "compiler/backend/llvm/OrcJIT.h"
+#include "compiler/backend/llvm/PerfMap.h"
 
 #include <llvm/IR/BasicBlock.h>
 #include <llvm/IR/Function.h>
@@ -12,7 +14,14 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -127,4 +136,49 @@ TEST_CASE("OrcJIT reports an unresolvable external at lookup", "[llvm]") {
   addCaller(*om.module, "calls_missing", "texc_missing_runtime_function");
   jit.addModule(std::move(om.module), std::move(om.context));
   CHECK_THROWS_WITH(jit.lookup("calls_missing"), Catch::Contains("texc_missing_runtime_function"));
+}
+
+TEST_CASE("TEXC_PERF_MAP lists the JIT's functions for perf, at their addresses", "[llvm]") {
+  // perf's convention: /tmp/perf-PID.map, "START SIZE NAME" in hex, one function a line.
+  const std::string map = "/tmp/perf-" + std::to_string(::getpid()) + ".map";
+  std::remove(map.c_str());
+  ::unsetenv("TEXC_PERF_MAP");
+  CHECK(texc::perfMapPath().empty());
+  ::setenv("TEXC_PERF_MAP", "0", 1);
+  CHECK(texc::perfMapPath().empty());
+  ::setenv("TEXC_PERF_MAP", "1", 1);
+  REQUIRE(texc::perfMapPath() == map);
+  void* address = nullptr;
+  {
+    texc::OrcJIT jit(2);
+    OwnedModule om;
+    addIntAdder(*om.module);
+    jit.addModule(std::move(om.module), std::move(om.context));
+    address = jit.lookup("add_ints");
+    CHECK(reinterpret_cast<int (*)(int, int)>(address)(2, 3) == 5);
+  }
+  ::unsetenv("TEXC_PERF_MAP");
+  std::ifstream in(map);
+  REQUIRE(in.good());
+  std::string line;
+  bool found = false;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string start, size, name;
+    REQUIRE(fields >> start >> size >> name);
+    CHECK(std::stoull(size, nullptr, 16) > 0);
+    if (name == "add_ints") found = std::stoull(start, nullptr, 16) == reinterpret_cast<uintptr_t>(address);
+  }
+  CHECK(found);
+  std::remove(map.c_str());
+
+  // Without the variable, a JIT writes no map.
+  {
+    texc::OrcJIT jit(2);
+    OwnedModule om;
+    addIntAdder(*om.module);
+    jit.addModule(std::move(om.module), std::move(om.context));
+    CHECK(jit.lookup("add_ints") != nullptr);
+  }
+  CHECK_FALSE(std::ifstream(map).good());
 }
