@@ -95,6 +95,8 @@ int runCommandLine(int argc, char** argv) {
   run->add_option("--repeat", runOpts.repeat, "after the run, time N more runs and print the median and min kernel time")
       ->check(CLI::NonNegativeNumber);
   run->add_flag("--check", runOpts.check, "also run the float64 reference, print each output's error, exit 4 when one is beyond its error bound");
+  run->add_flag("--profile", runOpts.profile,
+                "with --repeat: sample the timed runs and print each kernel's share and its hottest loops, instruction by instruction (cpu target)");
 
   ExplainOptions explainOpts;
   CLI::App* explain = app.add_subcommand("explain", "dataflow table, kernels fused vs unfused with bytes, FLOPs and roofline time, fusion decisions");

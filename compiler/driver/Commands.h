@@ -51,6 +51,7 @@ struct RunOptions {
   int threads = 0;  // 0: one per core
   bool check = false;
   int repeat = 0;  // > 0: time that many runs after the first and print median and min
+  bool profile = false;  // sample the timed runs and print where their time went (--repeat > 0, cpu)
 };
 
 struct ExplainOptions {

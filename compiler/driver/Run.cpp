@@ -19,11 +19,13 @@
 
 #include "compiler/backend/cuda/CudaExecutable.h"
 #include "compiler/backend/llvm/CpuExecutable.h"
+#include "compiler/backend/llvm/Profile.h"
 #include "compiler/driver/Commands.h"
 #include "compiler/driver/Execution.h"
 #include "compiler/driver/Frontend.h"
 #include "compiler/reference/Reference.h"
 #include "runtime/Npy.h"
+#include "runtime/Sampler.h"
 #include "runtime/ThreadPool.h"
 #include "runtime/Timer.h"
 
@@ -94,10 +96,17 @@ void checkSecondRun(const Program& p, std::vector<Tensor>& tensors, RunOnce runO
 
 }  // namespace
 
+// --profile's sampling period asked for: 1000 samples per second of CPU time, rare enough to
+// leave the timing nearly as it was. Linux rounds it up to its tick (250 samples a second at
+// 250 Hz): a second of runs or more ranks the loops.
+constexpr int kProfilePeriodMicros = 1000;
+
 int commandRun(const RunOptions& o) {
   if (o.target != "cpu" && o.target != "cuda") throw CommandError{kExitUsage, fmt::format("--target {}: expected cpu or cuda", o.target)};
   if (o.threads < 0) throw CommandError{kExitUsage, "--threads must be >= 0"};
   bool cuda = o.target == "cuda";
+  if (o.profile && o.repeat < 1) throw CommandError{kExitUsage, "--profile samples the timed runs: give --repeat N (N >= 1)"};
+  if (o.profile && cuda) throw CommandError{kExitUsage, "--profile samples the CPU's code: not with --target cuda"};
   Stopwatch compileClock;
   CompileRequest request = o.program.request(cuda ? Stage::CUDA : Stage::LLVM);
   if (cuda) request.options.target = Target::Cuda;
@@ -195,6 +204,14 @@ int commandRun(const RunOptions& o) {
     // was the warm-up (page faults, caches). On the GPU, the kernels' time between two events,
     // the data staying on the device.
     std::vector<double> samples;
+    Sampler sampler;
+    if (o.profile) {
+      try {
+        sampler.start(kProfilePeriodMicros);
+      } catch (const std::exception& e) {
+        throw CommandError{kExitRuntime, e.what()};
+      }
+    }
     for (int r = 0; r < o.repeat; ++r) {
       if (cuda) {
         samples.push_back(gpuExe->runKernelsTimed());
@@ -205,9 +222,12 @@ int commandRun(const RunOptions& o) {
       memory.finishRun();
       samples.push_back(clock.milliseconds());
     }
+    sampler.stop();
     std::cerr << fmt::format("time: median {:.4f} ms, min {:.4f} ms over {} runs ({} kernels, {})\n", median(samples),
                              *std::min_element(samples.begin(), samples.end()), o.repeat, numKernels,
                              cuda ? "on " + gpu->name() : fmt::format("{} threads", pool.numThreads()));
+    if (o.profile)
+      std::cerr << profileReport(exe->jitFunctions(), sampler.addresses(), exe->cpu(), sampler.dropped(), sampler.cpuSeconds());
   }
 
   applyTestDamage(p, tensors, "");

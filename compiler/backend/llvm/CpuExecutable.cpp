@@ -16,6 +16,7 @@ std::unique_ptr<CpuExecutable> CpuExecutable::load(std::unique_ptr<llvm::LLVMCon
                                                    const loops::LoopProgram& program, int optLevel, const CpuTarget& cpu) {
   std::unique_ptr<CpuExecutable> exe(new CpuExecutable());
   exe->jit_ = std::make_unique<OrcJIT>(optLevel, cpu);
+  exe->cpu_ = cpu;
   exe->jit_->addModule(std::move(module), std::move(context));
   for (const loops::Kernel& k : program.kernels) {
     auto fn = reinterpret_cast<KernelFn>(exe->jit_->lookup(kernelSymbol(k)));
@@ -33,6 +34,8 @@ void CpuExecutable::runKernel(size_t k, void** buffers, ThreadPool& pool) const 
   }
   pool.parallelFor(0, kernel.parallelExtent, [&](int64_t lo, int64_t hi) { kernel.fn(buffers, lo, hi); });
 }
+
+std::vector<JitFunction> CpuExecutable::jitFunctions() const { return jit_->linkedFunctions.all(); }
 
 void CpuExecutable::run(void** buffers, ThreadPool& pool) const {
   for (size_t k = 0; k < kernels_.size(); ++k) runKernel(k, buffers, pool);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/backend/llvm/JitFunctions.h"
 #include "compiler/loops/LoopIR.h"
 #include "compiler/target/CpuTarget.h"
 
@@ -35,6 +36,9 @@ class CpuExecutable {
   // Runs kernel `k` alone, for per-kernel timing.
   void runKernel(size_t k, void** buffers, ThreadPool& pool) const;
   size_t numKernels() const { return kernels_.size(); }
+  // The code the JIT linked, function by function (texc run --profile), and its CPU.
+  std::vector<JitFunction> jitFunctions() const;
+  const CpuTarget& cpu() const { return cpu_; }
 
  private:
   CpuExecutable();
@@ -43,6 +47,7 @@ class CpuExecutable {
     int64_t parallelExtent;
   };
   std::unique_ptr<OrcJIT> jit_;
+  CpuTarget cpu_;
   std::vector<CompiledKernel> kernels_;
 };
 

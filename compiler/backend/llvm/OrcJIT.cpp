@@ -1,7 +1,7 @@
 #include "compiler/backend/llvm/OrcJIT.h"
 
 #include "compiler/backend/llvm/LLVMTarget.h"
-#include "compiler/backend/llvm/PerfMap.h"
+#include "compiler/backend/llvm/JitFunctions.h"
 #include "compiler/backend/llvm/SmallTables.h"
 
 #include <llvm/ExecutionEngine/Orc/Core.h>
@@ -54,7 +54,9 @@ OrcJIT::OrcJIT(int optLevel, const CpuTarget& cpu) {
     sessionErrors += "\n  " + llvm::toString(std::move(error));
   });
 
-  if (const std::string map = perfMapPath(); !map.empty()) addPerfMap(*jit, map);
+  const std::string perfMap = perfMapPath();
+  if (!listJitFunctions(*jit, linkedFunctions, perfMap) && !perfMap.empty())
+    throw std::runtime_error("texc: TEXC_PERF_MAP: this JIT's object layer does not list the functions it links");
 
   // Fall back to the host process for anything the JIT'd modules do not define (libm, runtime).
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit->getDataLayout().getGlobalPrefix());

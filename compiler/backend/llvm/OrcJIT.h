@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "compiler/backend/llvm/JitFunctions.h"
 #include "compiler/target/CpuTarget.h"
 
 namespace llvm {
@@ -44,6 +45,8 @@ struct OrcJIT {
 
   const llvm::DataLayout& dataLayout() const;
 
+  // Every function linked so far, with its address (texc run --profile; TEXC_PERF_MAP).
+  JitFunctionList linkedFunctions;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::unique_ptr<llvm::TargetMachine> targetMachine;  // the JIT's CPU, for defineSmallTables
   // Errors that ORC reports asynchronously (e.g. "Symbols not found" while materialising), kept

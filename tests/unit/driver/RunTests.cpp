@@ -279,3 +279,30 @@ TEST_CASE("run: a small gelu takes under 150 ms from start to exit (Release)", "
 }
 
 }  // namespace texc::drivertest
+
+namespace texc::drivertest {
+
+TEST_CASE("run --profile: each kernel's share and its hottest loop, instruction by instruction", "[driver][run][profile]") {
+  Sandbox box;
+  // Half a second of CPU time or more: over 100 samples at Linux's 250 Hz tick, 50 at 100 Hz.
+  Result r = expectSuccess(box, {"run", (kExamples / "matmul.tex").string(), "-D", "M=256", "-D", "K=256", "-D", "N=256", "--random", "1",
+                                 "--threads", "1", "--repeat", "1500", "--profile"});
+  INFO(r.err);
+  CHECK(contains(r.err, "time: median"));
+  CHECK(contains(r.err, "samples over"));
+  CHECK(contains(r.err, "% of the samples in a loop of texc_k0_C ("));
+  CHECK(contains(r.err, "of them multiply-adds), +0x"));
+  CHECK(contains(r.err, "outside the JIT's code"));
+  CHECK((contains(r.err, "fmadd") || contains(r.err, "mulps")));
+}
+
+TEST_CASE("run --profile: without --repeat, or on the GPU, is a usage error", "[driver][run][profile]") {
+  Sandbox box;
+  Result noRepeat = expectStatus(box, {"run", (kExamples / "matmul.tex").string(), "--random", "1", "--profile"}, 2);
+  CHECK(contains(noRepeat.err, "--profile samples the timed runs: give --repeat N"));
+  Result gpu = expectStatus(box, {"run", (kExamples / "matmul.tex").string(), "--random", "1", "--repeat", "2", "--profile", "--target", "cuda"}, 2);
+  CHECK(contains(gpu.err, "--profile samples the CPU's code: not with --target cuda"));
+  CHECK(snapshot(box.work()).empty());
+}
+
+}  // namespace texc::drivertest

@@ -5,7 +5,7 @@
 
 #include "compiler/backend/llvm/LLVMTarget.h"
 #include "compiler/backend/llvm/OrcJIT.h"
-#include "compiler/backend/llvm/PerfMap.h"
+#include "compiler/backend/llvm/JitFunctions.h"
 
 #include <llvm/IR/BasicBlock.h>
 #include <llvm/IR/Function.h>
