@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 #include <vector>
@@ -204,10 +205,10 @@ int commandRun(const RunOptions& o) {
     // was the warm-up (page faults, caches). On the GPU, the kernels' time between two events,
     // the data staying on the device.
     std::vector<double> samples;
-    Sampler sampler;
+    std::optional<Sampler> sampler;
     if (o.profile) {
       try {
-        sampler.start(kProfilePeriodMicros);
+        sampler.emplace().start(kProfilePeriodMicros);
       } catch (const std::exception& e) {
         throw CommandError{kExitRuntime, e.what()};
       }
@@ -222,12 +223,12 @@ int commandRun(const RunOptions& o) {
       memory.finishRun();
       samples.push_back(clock.milliseconds());
     }
-    sampler.stop();
+    if (sampler) sampler->stop();
     std::cerr << fmt::format("time: median {:.4f} ms, min {:.4f} ms over {} runs ({} kernels, {})\n", median(samples),
                              *std::min_element(samples.begin(), samples.end()), o.repeat, numKernels,
                              cuda ? "on " + gpu->name() : fmt::format("{} threads", pool.numThreads()));
-    if (o.profile)
-      std::cerr << profileReport(exe->jitFunctions(), sampler.addresses(), exe->cpu(), sampler.dropped(), sampler.cpuSeconds());
+    if (sampler)
+      std::cerr << profileReport(exe->jitFunctions(), sampler->addresses(), exe->cpu(), sampler->dropped(), sampler->cpuSeconds());
   }
 
   applyTestDamage(p, tensors, "");
