@@ -16,11 +16,11 @@ namespace {
 
 std::string mib(int64_t bytes) { return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / (1024.0 * 1024.0)); }
 
-// Whether loads `a` and `b` read the same row: the same index in all but the last dimension.
-bool sameRow(const Expr& a, const Expr& b) {
-  if (a.index.size() != b.index.size()) return false;
-  for (size_t d = 0; d + 1 < a.index.size(); ++d)
-    if (!equal(a.index[d], b.index[d])) return false;
+// Whether two accesses of a tensor are to the same row: the same index in all but the last dimension.
+bool sameRow(const std::vector<IndexExpr>& a, const std::vector<IndexExpr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t d = 0; d + 1 < a.size(); ++d)
+    if (!equal(a[d], b[d])) return false;
   return true;
 }
 
@@ -64,9 +64,7 @@ std::string whyNot(const LoopProgram& p, const Store& st, size_t position, const
       continue;
     }
     if (a.position > position) return "read again after the store";
-    bool sameRow = a.load->index.size() == st.index.size();
-    for (size_t d = 0; sameRow && d + 1 < st.index.size(); ++d) sameRow = equal(a.load->index[d], st.index[d]);
-    if (!sameRow) return "read elsewhere than in the row it is stored to";
+    if (!sameRow(a.load->index, st.index)) return "read elsewhere than in the row it is stored to";
   }
   return "";
 }
@@ -108,18 +106,16 @@ bool stageRow(LoopProgram& p, Kernel& k, int buffer, const std::map<int, int64_t
   const size_t lastAt = storeAt.back();
   for (size_t at : loadAt)
     if (at > lastAt) return false;
-  auto sameRow = [&](const std::vector<IndexExpr>& index) {
-    if (index.size() != last.index.size()) return false;
-    for (size_t d = 0; d + 1 < index.size(); ++d)
-      if (!equal(index[d], last.index[d])) return false;
+  auto inLastRow = [&](const std::vector<IndexExpr>& index) {
+    if (!sameRow(index, last.index)) return false;
     const IndexExpr& j = index.back();
     auto extent = extents.find(j.var);
     return j.kind == IndexExpr::Kind::Var && extent != extents.end() && extent->second == b.shape.back();
   };
   for (const Store* s : stores)
-    if (!sameRow(s->index)) return false;
+    if (!inLastRow(s->index)) return false;
   for (const Expr* e : loads)
-    if (!sameRow(e->index)) return false;
+    if (!inLastRow(e->index)) return false;
   // The row keeps the tensor's dtype: an f16/bf16 value read back is the rounded one, as before.
   const int row = addLocalBuffer(p, b.name + "_row", {b.shape.back()}, b.dtype);
   position = 0;
@@ -187,7 +183,7 @@ std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t 
   // statement at `at` when `before` is false).
   auto sameRowRead = [&](const Expr& e, size_t at, bool before) {
     for (const auto& [where, other] : loads)
-      if (!(before ? where >= at : where <= at) && other->buffer == e.buffer && sameRow(*other, e)) return true;
+      if (!(before ? where >= at : where <= at) && other->buffer == e.buffer && sameRow(other->index, e.index)) return true;
     return false;
   };
   struct RowAsk {
@@ -239,7 +235,7 @@ std::vector<std::string> addPrefetches(const LoopProgram& p, Kernel& k, int64_t 
   for (size_t a = 0; a < rowAsks.size(); ++a) {
     size_t lastOfRow = a, asking = 0;
     for (size_t o = 0; o < rowAsks.size(); ++o)
-      if (rowAsks[o].load->buffer == rowAsks[a].load->buffer && sameRow(*rowAsks[o].load, *rowAsks[a].load)) {
+      if (rowAsks[o].load->buffer == rowAsks[a].load->buffer && sameRow(rowAsks[o].load->index, rowAsks[a].load->index)) {
         ++asking;
         lastOfRow = std::max(lastOfRow, o);
       }

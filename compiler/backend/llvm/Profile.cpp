@@ -111,7 +111,6 @@ class Disassembler {
 
 struct Loop {
   size_t first = 0, last = 0;  // instruction indices, inclusive (last: the backward branch)
-  uint64_t samples = 0;
 };
 
 std::string percent(uint64_t part, uint64_t whole) { return whole ? fmt::format("{:5.1f}%", 100.0 * part / whole) : "    -"; }
@@ -150,8 +149,8 @@ std::string profileReport(const std::vector<JitFunction>& functions, const std::
   const Disassembler disassembler(cpu);
   struct Hot {
     size_t function;
-    Loop loop;
-    std::vector<Instruction> code;
+    uint64_t samples;
+    std::vector<Instruction> code;  // the loop's instructions, with their samples
   };
   std::vector<Hot> hot;
   for (size_t f : order) {
@@ -166,27 +165,27 @@ std::string profileReport(const std::vector<JitFunction>& functions, const std::
       if (code[i].branchTo < 0 || static_cast<uint64_t>(code[i].branchTo) > code[i].offset) continue;
       auto first = std::find_if(code.begin(), code.end(), [&](const Instruction& x) { return x.offset == static_cast<uint64_t>(code[i].branchTo); });
       if (first == code.end()) continue;
-      loops.push_back({static_cast<size_t>(first - code.begin()), i, 0});
+      loops.push_back({static_cast<size_t>(first - code.begin()), i});
     }
     for (const Loop& l : loops) {
       bool innermost = true;
       for (const Loop& o : loops)
         if ((o.first != l.first || o.last != l.last) && l.first <= o.first && o.last <= l.last) innermost = false;
       if (!innermost) continue;
-      Loop counted = l;
-      for (size_t i = l.first; i <= l.last; ++i) counted.samples += code[i].samples;
-      if (counted.samples >= options.minLoopShare * static_cast<double>(total))
-        hot.push_back({f, counted, std::vector<Instruction>(code.begin() + static_cast<std::ptrdiff_t>(l.first),
+      uint64_t samples = 0;
+      for (size_t i = l.first; i <= l.last; ++i) samples += code[i].samples;
+      if (samples >= options.minLoopShare * static_cast<double>(total))
+        hot.push_back({f, samples, std::vector<Instruction>(code.begin() + static_cast<std::ptrdiff_t>(l.first),
                                                             code.begin() + static_cast<std::ptrdiff_t>(l.last) + 1)});
     }
   }
-  std::stable_sort(hot.begin(), hot.end(), [](const Hot& a, const Hot& b) { return a.loop.samples > b.loop.samples; });
+  std::stable_sort(hot.begin(), hot.end(), [](const Hot& a, const Hot& b) { return a.samples > b.samples; });
   if (hot.size() > static_cast<size_t>(options.loops)) hot.resize(static_cast<size_t>(options.loops));
   for (const Hot& h : hot) {
     int fmas = 0;
     for (const Instruction& x : h.code) fmas += x.fma ? 1 : 0;
     out += fmt::format("\n{} of the samples in a loop of {} ({} instructions, {} of them multiply-adds), +{:#x}..+{:#x}:\n",
-                       percent(h.loop.samples, total), functions[h.function].name, h.code.size(), fmas, h.code.front().offset,
+                       percent(h.samples, total), functions[h.function].name, h.code.size(), fmas, h.code.front().offset,
                        h.code.back().offset + h.code.back().length);
     for (const Instruction& x : h.code) out += fmt::format("  {}  +{:<6x} {}\n", percent(x.samples, total), x.offset, x.text);
   }
