@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 #include <vector>
@@ -112,6 +113,7 @@ int commandRun(const RunOptions& o) {
   CompileRequest request = o.program.request(cuda ? Stage::CUDA : Stage::LLVM);
   if (cuda) request.options.target = Target::Cuda;
   request.options.threads = o.threads;  // the tile rule shares row blocks out among them
+  request.options.lineTable = o.profile;  // the profile names the loop IR's statements
   if (!cuda) requireHostRuns(o.program.pipeline.cpu);
   std::unique_ptr<Compilation> c = compileProgram(request);
   if (!c->ok) return kExitProgramError;
@@ -227,8 +229,12 @@ int commandRun(const RunOptions& o) {
     std::cerr << fmt::format("time: median {:.4f} ms, min {:.4f} ms over {} runs ({} kernels, {})\n", median(samples),
                              *std::min_element(samples.begin(), samples.end()), o.repeat, numKernels,
                              cuda ? "on " + gpu->name() : fmt::format("{} threads", pool.numThreads()));
-    if (sampler)
-      std::cerr << profileReport(exe->jitFunctions(), sampler->addresses(), exe->cpu(), sampler->dropped(), sampler->cpuSeconds());
+    if (sampler) {
+      ProfileOptions report;
+      std::istringstream listing(loops::printLoopProgram(*c->state.loops));
+      for (std::string line; std::getline(listing, line);) report.listing.push_back(line);
+      std::cerr << profileReport(exe->jitFunctions(), sampler->addresses(), exe->cpu(), sampler->dropped(), sampler->cpuSeconds(), report);
+    }
   }
 
   applyTestDamage(p, tensors, "");

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -446,7 +447,10 @@ int addLocalBuffer(LoopProgram& p, const std::string& name, std::vector<int64_t>
 // tensors, so only while the program has no local buffers) named `name`, or name2, ...; returns its id.
 int addProgramTemp(LoopProgram& p, const std::string& name, std::vector<int64_t> shape, DType dtype);
 
-std::string printLoopProgram(const LoopProgram& p);
+// The loop program as `--emit loops` prints it. With `lines`, each statement's line in the text
+// (1-based; a tile's is the line of its k loop): what the code generator's line table
+// (CodeGenOptions::stmtLines) and `run --profile` refer to.
+std::string printLoopProgram(const LoopProgram& p, std::map<const Stmt*, int>* lines = nullptr);
 
 // A kernel's GPU mapping as the printer shows it, one line each without the "# gpu: " prefix
 // (docs/ir.md, "GPU mapping"); empty when it has none. Buffer names come from `p`.

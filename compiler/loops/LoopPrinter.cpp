@@ -19,6 +19,7 @@ struct Printer {
   const LoopProgram& p;
   const Kernel& k;
   std::string out;
+  std::map<const Stmt*, int>* lines = nullptr;  // each statement's line in `out`, 0-based, when asked
 
   std::string index(const IndexExpr& ix) const {
     switch (ix.kind) {
@@ -73,6 +74,8 @@ struct Printer {
 
   void stmt(const Stmt& s, int depth) {
     std::string pad(2 * depth, ' ');
+    // A tile's own line is its bounds; its k loop, where the time goes, is the line after.
+    if (lines) (*lines)[&s] = static_cast<int>(std::count(out.begin(), out.end(), '\n')) + (s.is<Tile>() ? 1 : 0);
     switch (s.kind()) {
       case StmtKind::Loop: {
         const Loop& l = s.as<Loop>();
@@ -210,7 +213,7 @@ const char* kindName(BufferKind k) {
 
 }  // namespace
 
-std::string printLoopProgram(const LoopProgram& p) {
+std::string printLoopProgram(const LoopProgram& p, std::map<const Stmt*, int>* lines) {
   std::string out;
   for (const Buffer& b : p.buffers) {
     std::string shape;
@@ -218,16 +221,21 @@ std::string printLoopProgram(const LoopProgram& p) {
     out += fmt::format("buffer {} : {}[{}] {}\n", b.name, dtypeName(b.dtype), shape, kindName(b.kind));
   }
   for (const Kernel& k : p.kernels) {
-    Printer pr{p, k, {}};
+    std::map<const Stmt*, int> kernelLines;
+    Printer pr{p, k, {}, lines ? &kernelLines : nullptr};
     pr.block(k.body, 1);
     std::string scratch;
     for (size_t i = 0; i < k.scratchSizes.size(); ++i) scratch += fmt::format(", scratch s{}[{}]", i, k.scratchSizes[i]);
     std::string gpu;
     for (const std::string& line : gpuMappingLines(p, k)) gpu += "  # gpu: " + line + "\n";
-    out += fmt::format("\nkernel {} ({}{}{})\n{}{}{}{}", k.name, dtypeName(k.computeType),
+    out += fmt::format("\nkernel {} ({}{}{})\n{}{}{}", k.name, dtypeName(k.computeType),
                        k.parallelExtent > 0 ? fmt::format(", parallel over {}", k.parallelExtent) : "", scratch,
                        k.schedule.empty() ? "" : "  # schedule: " + k.schedule + "\n",
-                       k.streaming.empty() ? "" : "  # stores: " + k.streaming + "\n", gpu, pr.out);
+                       k.streaming.empty() ? "" : "  # stores: " + k.streaming + "\n", gpu);
+    const int first = static_cast<int>(std::count(out.begin(), out.end(), '\n')) + 1;  // the body's first line, 1-based
+    if (lines)
+      for (const auto& [stmt, line] : kernelLines) (*lines)[stmt] = first + line;
+    out += pr.out;
   }
   return out;
 }

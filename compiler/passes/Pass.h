@@ -54,6 +54,8 @@ struct PipelineOptions {
   std::string cpu = "host";  // --cpu: the CPU the code is for (cpuTarget), an LLVM CPU name or host
   MathMode math = MathMode::Precise;  // --math: precise or fast elementary functions
   std::set<std::string> disabledPasses;  // --disable-pass: optional passes left out (Pipeline.h)
+  // run --profile: the CPU code carries the loop IR's line of each instruction (CodeGenLLVM.h).
+  bool lineTable = false;
 };
 
 // One fusion decision: a producer, the nodes that read it, and why it was or was not fused.

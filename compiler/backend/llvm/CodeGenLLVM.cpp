@@ -1,5 +1,7 @@
 #include "compiler/backend/llvm/CodeGenLLVM.h"
 
+#include <llvm/BinaryFormat/Dwarf.h>
+#include <llvm/IR/DIBuilder.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
@@ -44,8 +46,9 @@ llvm::Type* storageType(llvm::LLVMContext& ctx, DType t) {
 
 class KernelGen {
  public:
-  KernelGen(const LoopProgram& p, const Kernel& k, llvm::Module& m, const CodeGenOptions& o)
-      : p_(p), k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), opts_(o) {
+  KernelGen(const LoopProgram& p, const Kernel& k, llvm::Module& m, const CodeGenOptions& o, llvm::DIBuilder* di = nullptr,
+            llvm::DIFile* diFile = nullptr)
+      : p_(p), k_(k), m_(m), ctx_(m.getContext()), b_(ctx_), opts_(o), di_(di), diFile_(diFile) {
     ft_ = k.computeType == DType::F64 ? llvm::Type::getDoubleTy(ctx_) : llvm::Type::getFloatTy(ctx_);
     i64_ = llvm::Type::getInt64Ty(ctx_);
   }
@@ -56,6 +59,41 @@ class KernelGen {
   }
 
  private:
+  // ---- the line table (CodeGenOptions::stmtLines) ---------------------------------------------
+  // The line of the kernel's first statement: where its functions start.
+  int kernelLine() const {
+    if (k_.body.empty()) return 0;
+    auto it = opts_.stmtLines->find(&k_.body.front());
+    return it == opts_.stmtLines->end() ? 0 : it->second;
+  }
+
+  // Gives `f` a subprogram and makes `line` the location of what the builder emits next.
+  void describe(llvm::Function* f) {
+    if (!di_) return;
+    const int line = kernelLine();
+    llvm::DISubprogram* sp = di_->createFunction(diFile_, f->getName(), f->getName(), diFile_, line,
+                                                 di_->createSubroutineType(di_->getOrCreateTypeArray({})), line,
+                                                 llvm::DINode::FlagZero,
+                                                 llvm::DISubprogram::SPFlagDefinition | llvm::DISubprogram::SPFlagOptimized);
+    f->setSubprogram(sp);
+    scope_ = sp;
+    b_.SetCurrentDebugLocation(llvm::DILocation::get(ctx_, line, 0, sp));
+  }
+
+  // While it lives, what the builder emits is statement `s`'s (its line in the loop IR).
+  struct StatementLocation {
+    KernelGen& gen;
+    llvm::DebugLoc outer;
+    StatementLocation(KernelGen& g, const Stmt& s) : gen(g), outer(g.b_.getCurrentDebugLocation()) {
+      if (!gen.di_) return;
+      auto it = gen.opts_.stmtLines->find(&s);
+      if (it != gen.opts_.stmtLines->end()) gen.b_.SetCurrentDebugLocation(llvm::DILocation::get(gen.ctx_, it->second, 0, gen.scope_));
+    }
+    ~StatementLocation() {
+      if (gen.di_) gen.b_.SetCurrentDebugLocation(outer);
+    }
+  };
+
   void addKernelAttributes(llvm::Function* f) {
     f->addFnAttr(llvm::Attribute::NoUnwind);
     if (opts_.preferWideVectors) f->addFnAttr("prefer-vector-width", "512");
@@ -104,6 +142,7 @@ class KernelGen {
     hi_->setName("hi");
 
     fn_ = f;
+    describe(f);
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", f);
     b_.SetInsertPoint(entry);
     for (int a = 0; a < k_.numAccs; ++a) accs_.push_back(b_.CreateAlloca(ft_, nullptr, "acc" + std::to_string(a)));
@@ -152,6 +191,7 @@ class KernelGen {
     auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, kernelSymbol(k_), m_);
     // The body is inlined here, and the caller's attributes then decide the vector width.
     addKernelAttributes(f);
+    describe(f);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", f));
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < tensorCount(); ++i) {
@@ -179,6 +219,7 @@ class KernelGen {
 
   // ---- statements ----------------------------------------------------------------------------
   void stmt(const Stmt& s, bool outermost) {
+    const StatementLocation location(*this, s);
     switch (s.kind()) {
       case StmtKind::Loop: loop(s.as<Loop>(), outermost && s.as<Loop>().parallel); break;
       case StmtKind::Store: {
@@ -2039,6 +2080,9 @@ class KernelGen {
   // The extent of each loop variable while its loop is being emitted (0: not known): a value in
   // [0, extent) that fits 32 bits converts to float through i32.
   std::vector<int64_t> varExtents_;
+  llvm::DIBuilder* di_ = nullptr;  // with CodeGenOptions::stmtLines: the module's debug info
+  llvm::DIFile* diFile_ = nullptr;
+  llvm::DIScope* scope_ = nullptr;  // the function being emitted
 };
 
 }  // namespace
@@ -2047,7 +2091,19 @@ class KernelGen {
 std::unique_ptr<llvm::Module> generateLLVM(const loops::LoopProgram& program, llvm::LLVMContext& context,
                                            const CodeGenOptions& options) {
   auto module = std::make_unique<llvm::Module>("texc", context);
-  for (const loops::Kernel& k : program.kernels) loops::KernelGen(program, k, *module, options).run();
+  std::unique_ptr<llvm::DIBuilder> di;
+  llvm::DIFile* file = nullptr;
+  if (options.stmtLines) {
+    // Line tables only: no variables or types, just each instruction's statement.
+    module->addModuleFlag(llvm::Module::Warning, "Debug Info Version", llvm::DEBUG_METADATA_VERSION);
+    module->addModuleFlag(llvm::Module::Warning, "Dwarf Version", 4);
+    di = std::make_unique<llvm::DIBuilder>(*module);
+    file = di->createFile("loops", ".");
+    di->createCompileUnit(llvm::dwarf::DW_LANG_C, file, "texc", /*isOptimized=*/true, "", 0, llvm::StringRef(),
+                          llvm::DICompileUnit::LineTablesOnly);
+  }
+  for (const loops::Kernel& k : program.kernels) loops::KernelGen(program, k, *module, options, di.get(), file).run();
+  if (di) di->finalize();
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*module, &os)) throw std::logic_error("generated LLVM IR is invalid: " + os.str());

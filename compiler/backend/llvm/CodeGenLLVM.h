@@ -9,6 +9,7 @@
 // vectorizable approximations of VectorMath at -O1 and above, and libm at -O0.
 #pragma once
 
+#include <map>
 #include <memory>
 
 #include "compiler/backend/llvm/VectorMath.h"
@@ -33,6 +34,11 @@ struct CodeGenOptions {
   // The memory plan the buffers will be bound by (null: every buffer its own memory). A kernel
   // that writes its output in place over an input reads that input through the output pointer.
   const loops::MemoryPlan* memoryPlan = nullptr;
+  // `run --profile`: each statement's line in the printed loop IR (printLoopProgram). The code
+  // then carries a DWARF line table of those lines (file "loops"), which the JIT reads back
+  // (JitFunctions.h): each instruction is attributed to the statement that made it. LLVM keeps
+  // debug locations from changing the code it makes.
+  const std::map<const loops::Stmt*, int>* stmtLines = nullptr;
 };
 
 // The symbol name of a kernel's entry function.

@@ -20,10 +20,20 @@ class LLJIT;
 
 namespace texc {
 
+// One row of a function's line table: the code from `start` on (up to the next row) was made
+// for line `line` of the loop IR's listing (0: no line).
+struct LineRow {
+  uintptr_t start = 0;
+  int line = 0;
+};
+
 struct JitFunction {
   std::string name;
   uintptr_t start = 0;
   size_t size = 0;  // bytes of code
+  // Its line table, by address, when the code carried one (CodeGenOptions::stmtLines): the JIT
+  // keeps the object's DWARF sections and reads them once the addresses are final.
+  std::vector<LineRow> lines;
 };
 
 // The list a JIT fills as it links (from its compile threads, hence the lock).

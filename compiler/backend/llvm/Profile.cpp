@@ -38,6 +38,7 @@ struct Instruction {
   bool fma = false;
   int64_t branchTo = -1;  // a branch's target offset within the function, else -1
   uint64_t samples = 0;
+  int line = 0;  // the loop IR statement's line it was made for (0: none or not known)
 };
 
 // LLVM's MC layer for the JIT's CPU: decodes and prints (AT&T syntax, as `--emit asm`).
@@ -115,6 +116,21 @@ struct Loop {
 
 std::string percent(uint64_t part, uint64_t whole) { return whole ? fmt::format("{:5.1f}%", 100.0 * part / whole) : "    -"; }
 
+// The loop IR line the code at `pc` of `f` was made for (0: none).
+int lineAt(const JitFunction& f, uintptr_t pc) {
+  auto after = std::upper_bound(f.lines.begin(), f.lines.end(), pc, [](uintptr_t a, const LineRow& r) { return a < r.start; });
+  return after == f.lines.begin() ? 0 : std::prev(after)->line;
+}
+
+// Line `line` of the listing, its indentation kept, cut to a report's width.
+std::string listed(const std::vector<std::string>& listing, int line) {
+  if (line < 1 || static_cast<size_t>(line) > listing.size()) return "(no statement)";
+  std::string text = listing[static_cast<size_t>(line) - 1];
+  constexpr size_t kWidth = 110;
+  if (text.size() > kWidth) text = text.substr(0, kWidth - 3) + "...";
+  return text;
+}
+
 }  // namespace
 
 std::string profileReport(const std::vector<JitFunction>& functions, const std::vector<uintptr_t>& samples, const CpuTarget& cpu,
@@ -145,6 +161,23 @@ std::string profileReport(const std::vector<JitFunction>& functions, const std::
     if (inFunction[f] > 0) out += fmt::format("  {}  {}\n", percent(inFunction[f], total), functions[f].name);
   out += fmt::format("  {}  outside the JIT's code (the runtime, the thread pool's waits, the kernel of the OS)\n", percent(elsewhere, total));
 
+  // Samples per statement of the loop IR, over every function.
+  const bool lines = !options.listing.empty();
+  if (lines) {
+    std::map<int, uint64_t> perLine;
+    for (size_t f = 0; f < functions.size(); ++f)
+      for (const auto& [offset, n] : at[f]) perLine[lineAt(functions[f], functions[f].start + offset)] += n;
+    std::vector<std::pair<int, uint64_t>> ranked(perLine.begin(), perLine.end());
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    out += "\nby statement of the loop IR (Ln: line n of this run's loop IR, as --emit loops prints it):\n";
+    int listedLines = 0;
+    for (const auto& [line, n] : ranked) {
+      if (listedLines == options.statements || n < options.minLoopShare * static_cast<double>(total)) break;
+      out += fmt::format("  {}  {:>5}  {}\n", percent(n, total), line > 0 ? fmt::format("L{}", line) : "-", listed(options.listing, line));
+      ++listedLines;
+    }
+  }
+
   // The hottest innermost loops over all functions.
   const Disassembler disassembler(cpu);
   struct Hot {
@@ -159,6 +192,7 @@ std::string profileReport(const std::vector<JitFunction>& functions, const std::
     for (Instruction& x : code) {
       auto it = at[f].find(x.offset);
       if (it != at[f].end()) x.samples = it->second;
+      if (lines) x.line = lineAt(functions[f], functions[f].start + x.offset);
     }
     std::vector<Loop> loops;
     for (size_t i = 0; i < code.size(); ++i) {
@@ -187,7 +221,10 @@ std::string profileReport(const std::vector<JitFunction>& functions, const std::
     out += fmt::format("\n{} of the samples in a loop of {} ({} instructions, {} of them multiply-adds), +{:#x}..+{:#x}:\n",
                        percent(h.samples, total), functions[h.function].name, h.code.size(), fmas, h.code.front().offset,
                        h.code.back().offset + h.code.back().length);
-    for (const Instruction& x : h.code) out += fmt::format("  {}  +{:<6x} {}\n", percent(x.samples, total), x.offset, x.text);
+    for (const Instruction& x : h.code) {
+      const std::string line = !lines ? "" : x.line > 0 ? fmt::format("L{:<5}", x.line) : "-     ";
+      out += fmt::format("  {}  +{:<6x} {}{}\n", percent(x.samples, total), x.offset, line, x.text);
+    }
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <map>
 #include <stdexcept>
 
 #include "compiler/backend/llvm/CodeGenLLVM.h"
@@ -44,6 +45,11 @@ bool runCodegenLLVM(CompileState& s) {
   // the exp loop at 47.1 cycles per 64 floats instead of 51.1, timings within the host's noise).
   options.expUnderflow = machine.vectorFloats >= 16 && machine.underflowAssist ? UnderflowZero::Select : UnderflowZero::Clamp;
   if (s.memoryPlan) options.memoryPlan = &*s.memoryPlan;
+  std::map<const loops::Stmt*, int> lines;
+  if (s.options.lineTable) {
+    loops::printLoopProgram(*s.loops, &lines);
+    options.stmtLines = &lines;
+  }
   s.llvmModule = generateLLVM(*s.loops, *s.llvmContext, options);
   return true;
 }

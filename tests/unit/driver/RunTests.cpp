@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "tests/unit/driver/DriverTestUtil.h"
@@ -294,6 +295,20 @@ TEST_CASE("run --profile: each kernel's share and its hottest loop, instruction 
   CHECK(contains(r.err, "of them multiply-adds), +0x"));
   CHECK(contains(r.err, "outside the JIT's code"));
   CHECK((contains(r.err, "fmadd") || contains(r.err, "mulps")));
+  // The samples by statement of the loop IR: the tile's k loop first, its line the one each of
+  // the hot loop's multiply-adds is tagged with.
+  const size_t byStatement = r.err.find("by statement of the loop IR");
+  REQUIRE(byStatement != std::string::npos);
+  const std::string first = r.err.substr(r.err.find('\n', byStatement) + 1, r.err.find('\n', r.err.find('\n', byStatement) + 1) - r.err.find('\n', byStatement) - 1);
+  INFO(first);
+  CHECK(contains(first, "sum(k"));
+  const size_t tag = first.find(" L");
+  REQUIRE(tag != std::string::npos);
+  const std::string line = first.substr(tag + 1, first.find(' ', tag + 1) - tag - 1);
+  bool tagged = false;  // an instruction line "  0.9%  +bac    L13   vfmadd231ps ..."
+  std::istringstream report(r.err);
+  for (std::string l; std::getline(report, l);) tagged = tagged || (contains(l, " " + line + " ") && contains(l, "vfmadd"));
+  CHECK(tagged);
 }
 
 TEST_CASE("run --profile: without --repeat, or on the GPU, is a usage error", "[driver][run][profile]") {

@@ -95,13 +95,35 @@ TEST_CASE("profile report: shares by function and the loop's instructions, from 
   SECTION("a sample on every byte of the function: the loop's instructions each get theirs") {
     std::vector<uintptr_t> samples;
     for (size_t b = 0; b < f.size; ++b) samples.push_back(f.start + b);
-    const std::string r = texc::profileReport({f}, samples, cpu, 0, 1.0, {.loops = 1, .minLoopShare = 0.0});
+    texc::ProfileOptions options;
+    options.loops = 1;
+    options.minLoopShare = 0.0;
+    const std::string r = texc::profileReport({f}, samples, cpu, 0, 1.0, options);
     INFO(r);
     CHECK(contains(r, "100.0%  spin"));
     CHECK(contains(r, "  0.0%  outside the JIT's code"));
     CHECK(contains(r, "of the samples in a loop of spin ("));
     CHECK((contains(r, "mul") || contains(r, "fmadd")));  // the loop's product
     CHECK(contains(r, "+0x"));
+    CHECK_FALSE(contains(r, "by statement"));  // no line table, no listing
+  }
+  SECTION("with a line table: the samples by statement, and each instruction's line") {
+    texc::JitFunction lined = f;
+    lined.lines = {{f.start, 2}, {f.start + f.size, 0}};  // the whole function made for line 2
+    std::vector<uintptr_t> samples;
+    for (size_t b = 0; b < f.size; ++b) samples.push_back(f.start + b);
+    texc::ProfileOptions options;
+    options.loops = 1;
+    options.minLoopShare = 0.0;
+    options.listing = {"kernel k0 (f32)", "  for i < 100", "    x[i] = 1"};
+    const std::string r = texc::profileReport({lined}, samples, cpu, 0, 1.0, options);
+    INFO(r);
+    CHECK(contains(r, "by statement of the loop IR"));
+    CHECK(contains(r, "100.0%     L2    for i < 100"));
+    const size_t loop = r.find("of the samples in a loop of spin");
+    REQUIRE(loop != std::string::npos);
+    CHECK(r.find(" L2    ", loop) != std::string::npos);  // the loop's instructions, tagged
+    CHECK_FALSE(contains(r, "L3"));
   }
 }
 
