@@ -67,7 +67,8 @@ class KernelGen {
     return it == opts_.stmtLines->end() ? 0 : it->second;
   }
 
-  // Gives `f` a subprogram and makes `line` the location of what the builder emits next.
+  // Gives `f` a subprogram and makes the kernel's line the location of what the builder emits
+  // next (until a statement sets its own).
   void describe(llvm::Function* f) {
     if (!di_) return;
     const int line = kernelLine();
