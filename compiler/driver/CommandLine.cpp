@@ -96,7 +96,7 @@ int runCommandLine(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   run->add_flag("--check", runOpts.check, "also run the float64 reference, print each output's error, exit 4 when one is beyond its error bound");
   run->add_flag("--profile", runOpts.profile,
-                "with --repeat: sample the timed runs and print each kernel's share and its hottest loops, instruction by instruction (cpu target)");
+                "with --repeat: sample the timed runs and print each kernel's share, each loop IR statement's, and the hottest loops instruction by instruction (cpu target)");
 
   ExplainOptions explainOpts;
   CLI::App* explain = app.add_subcommand("explain", "dataflow table, kernels fused vs unfused with bytes, FLOPs and roofline time, fusion decisions");
