@@ -231,7 +231,7 @@ int commandRun(const RunOptions& o) {
                              cuda ? "on " + gpu->name() : fmt::format("{} threads", pool.numThreads()));
     if (sampler) {
       ProfileOptions report;
-      std::istringstream listing(loops::printLoopProgram(*c->state.loops));
+      std::istringstream listing(c->state.loopListing);
       for (std::string line; std::getline(listing, line);) report.listing.push_back(line);
       std::cerr << profileReport(exe->jitFunctions(), sampler->addresses(), exe->cpu(), sampler->dropped(), sampler->cpuSeconds(), report);
     }

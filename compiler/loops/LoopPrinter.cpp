@@ -20,6 +20,15 @@ struct Printer {
   const Kernel& k;
   std::string out;
   std::map<const Stmt*, int>* lines = nullptr;  // each statement's line in `out`, 0-based, when asked
+  // The lines of `out` counted so far, and how much of it they cover (counted once, as it grows).
+  int linesSeen = 0;
+  size_t seenUpTo = 0;
+
+  int currentLine() {
+    linesSeen += static_cast<int>(std::count(out.begin() + static_cast<std::ptrdiff_t>(seenUpTo), out.end(), '\n'));
+    seenUpTo = out.size();
+    return linesSeen;
+  }
 
   std::string index(const IndexExpr& ix) const {
     switch (ix.kind) {
@@ -75,7 +84,7 @@ struct Printer {
   void stmt(const Stmt& s, int depth) {
     std::string pad(2 * depth, ' ');
     // A tile's own line is its bounds; its k loop, where the time goes, is the line after.
-    if (lines) (*lines)[&s] = static_cast<int>(std::count(out.begin(), out.end(), '\n')) + (s.is<Tile>() ? 1 : 0);
+    if (lines) (*lines)[&s] = currentLine() + (s.is<Tile>() ? 1 : 0);
     switch (s.kind()) {
       case StmtKind::Loop: {
         const Loop& l = s.as<Loop>();

@@ -100,6 +100,9 @@ struct CompileState {
   std::vector<std::string> sumOrderDecisions;  // after sum-lanes: one line per loop that adds up a sum or product
   std::unique_ptr<llvm::LLVMContext> llvmContext;
   std::unique_ptr<llvm::Module> llvmModule;  // after codegen-llvm
+  // After codegen-llvm with PipelineOptions::lineTable: the loop IR as printed, whose line numbers
+  // the code's line table holds (run --profile shows those lines).
+  std::string loopListing;
   std::unique_ptr<CudaModule> cuda;          // after codegen-cuda
   // Set by a pass that cannot do what the user's options ask (a schedule naming a loop the
   // kernel does not have): the pipeline stops there and the driver reports a usage error.

@@ -47,7 +47,7 @@ bool runCodegenLLVM(CompileState& s) {
   if (s.memoryPlan) options.memoryPlan = &*s.memoryPlan;
   std::map<const loops::Stmt*, int> lines;
   if (s.options.lineTable) {
-    loops::printLoopProgram(*s.loops, &lines);
+    s.loopListing = loops::printLoopProgram(*s.loops, &lines);
     options.stmtLines = &lines;
   }
   s.llvmModule = generateLLVM(*s.loops, *s.llvmContext, options);
